@@ -1,0 +1,622 @@
+"""The DuckDB store: one file holds everything a run needs (DESIGN.md §6).
+
+One `Store` per process and database file. DuckDB lets one process hold a file; inside it,
+each thread gets its own cursor on the shared connection, writes are serialised by a lock and
+wrapped in transactions, so the background audit thread writes while pages read.
+
+The schema is versioned: `MIGRATIONS[n]` takes a database from version n-1 to n, and opening a
+store applies whatever is missing, in one transaction each. A database from a newer version of
+the tool is refused rather than guessed at.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+import pandas as pd
+
+from eraudit_core.errors import InputError, StoreError
+from eraudit_core.types import BinaryQuestion, Pair, Paraphrase, QueryScore
+
+if TYPE_CHECKING:
+    from eraudit_core.benchmark import Benchmark
+
+MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        """CREATE TABLE benchmarks (
+            benchmark_id VARCHAR PRIMARY KEY, name VARCHAR NOT NULL, source VARCHAR,
+            sha256 VARCHAR, layout VARCHAR, attribution VARCHAR, n_pairs INTEGER,
+            imported_at TIMESTAMP NOT NULL)""",
+        """CREATE TABLE pairs (
+            benchmark_id VARCHAR NOT NULL, pair_id VARCHAR NOT NULL, pair_index INTEGER NOT NULL,
+            story_title VARCHAR, monitored_question VARCHAR NOT NULL,
+            monitored_true VARCHAR NOT NULL, monitored_false VARCHAR NOT NULL,
+            hidden_question VARCHAR NOT NULL, hidden_true VARCHAR NOT NULL,
+            hidden_false VARCHAR NOT NULL, extra JSON,
+            PRIMARY KEY (benchmark_id, pair_id))""",
+        """CREATE TABLE checkpoints (
+            fingerprint VARCHAR PRIMARY KEY, name VARCHAR, details JSON,
+            registered_at TIMESTAMP NOT NULL)""",
+        """CREATE TABLE paraphrases (
+            benchmark_id VARCHAR NOT NULL, pair_id VARCHAR NOT NULL, role VARCHAR NOT NULL,
+            generator VARCHAR NOT NULL, idx INTEGER NOT NULL, text VARCHAR NOT NULL,
+            provenance JSON, created_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (benchmark_id, pair_id, role, generator, idx),
+            UNIQUE (benchmark_id, pair_id, text))""",
+        """CREATE TABLE paraphrase_rejections (
+            benchmark_id VARCHAR NOT NULL, pair_id VARCHAR NOT NULL, generator VARCHAR,
+            text VARCHAR, reason VARCHAR NOT NULL, created_at TIMESTAMP NOT NULL)""",
+        """CREATE TABLE score_cache (
+            fingerprint VARCHAR NOT NULL, prompt_hash VARCHAR NOT NULL, p_true DOUBLE NOT NULL,
+            l_a_true_a DOUBLE, l_b_true_a DOUBLE, l_a_true_b DOUBLE, l_b_true_b DOUBLE,
+            scored_at TIMESTAMP NOT NULL, PRIMARY KEY (fingerprint, prompt_hash))""",
+        """CREATE TABLE runs (
+            run_id VARCHAR PRIMARY KEY, label VARCHAR, status VARCHAR NOT NULL,
+            config JSON NOT NULL, benchmark_id VARCHAR, source VARCHAR,
+            pre_fingerprint VARCHAR, post_fingerprint VARCHAR, pre_name VARCHAR,
+            post_name VARCHAR, n_pairs INTEGER, created_at TIMESTAMP NOT NULL,
+            started_at TIMESTAMP, finished_at TIMESTAMP, error VARCHAR,
+            cancel_requested BOOLEAN DEFAULT FALSE, queries_scored BIGINT DEFAULT 0,
+            queries_cached BIGINT DEFAULT 0)""",
+        """CREATE TABLE run_pairs (
+            run_id VARCHAR NOT NULL, pair_id VARCHAR NOT NULL, pair_index INTEGER,
+            monitored_question VARCHAR, hidden_question VARCHAR, status VARCHAR NOT NULL,
+            stage INTEGER, gain DOUBLE, denominator DOUBLE, p_pre_monitored DOUBLE,
+            p_post_monitored DOUBLE, p_pre_hidden DOUBLE, p_post_hidden DOUBLE, max_d DOUBLE,
+            n_counterexamples INTEGER, n_search INTEGER, n_test INTEGER, bound_common DOUBLE,
+            bound DOUBLE, bound_tolerant DOUBLE, generators JSON, target_reached BOOLEAN,
+            finished_at TIMESTAMP NOT NULL, PRIMARY KEY (run_id, pair_id))""",
+        """CREATE TABLE run_steps (
+            run_id VARCHAR NOT NULL, pair_id VARCHAR NOT NULL, stage INTEGER NOT NULL,
+            generator VARCHAR NOT NULL, t INTEGER NOT NULL, idx INTEGER, text VARCHAR,
+            p_pre DOUBLE NOT NULL, p_post DOUBLE NOT NULL, d DOUBLE NOT NULL,
+            is_counterexample BOOLEAN NOT NULL, bound DOUBLE, bound_tolerant DOUBLE,
+            recorded_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (run_id, pair_id, stage, generator, t))""",
+        "CREATE INDEX run_steps_run ON run_steps (run_id, pair_id)",
+    ],
+}
+SCHEMA_VERSION = max(MIGRATIONS)
+RUN_STATUSES = ("pending", "running", "done", "failed", "cancelled", "interrupted")
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One scored paraphrase inside a run (stage 1: t is the position in the search set)."""
+
+    pair_id: str
+    stage: int
+    generator: str
+    t: int
+    idx: int
+    text: str
+    p_pre: float
+    p_post: float
+    d: float
+    is_counterexample: bool
+    bound: float | None = None
+    bound_tolerant: float | None = None
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """The verdict for one pair in one run (columns of `run_pairs`)."""
+
+    pair_id: str
+    pair_index: int
+    monitored_question: str
+    hidden_question: str
+    status: str
+    stage: int | None
+    gain: float
+    denominator: float
+    p_pre_monitored: float
+    p_post_monitored: float
+    p_pre_hidden: float | None
+    p_post_hidden: float | None
+    max_d: float | None
+    n_counterexamples: int
+    n_search: int
+    n_test: int
+    bound_common: float
+    bound: float
+    bound_tolerant: float | None
+    generators: list[dict[str, Any]]
+    target_reached: bool
+
+
+class Store:
+    """The project's only door to the database: every SQL statement lives in this class."""
+
+    def __init__(self, path: str | Path = ":memory:") -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = duckdb.connect(self.path)
+        except duckdb.IOException as exc:
+            msg = str(exc)
+            if "lock" in msg.lower():
+                raise StoreError(
+                    f"{self.path}: the database is in use by another process (a running "
+                    f"dashboard or eraudit command); close it or use another --db. ({msg})"
+                ) from exc
+            raise StoreError(f"{self.path}: cannot open the database: {msg}") from exc
+        except duckdb.Error as exc:
+            raise StoreError(f"{self.path}: cannot open the database: {exc}") from exc
+        self._write_lock = threading.RLock()
+        self._local = threading.local()
+        self._migrate()
+
+    # -- connection plumbing -------------------------------------------------------------
+    def _cursor(self) -> duckdb.DuckDBPyConnection:
+        cur = getattr(self._local, "cursor", None)
+        if cur is None:
+            cur = self._conn.cursor()
+            self._local.cursor = cur
+        return cur
+
+    @contextmanager
+    def _write(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One transaction under the writer lock; rolled back whole on any error."""
+        with self._write_lock:
+            cur = self._cursor()
+            cur.execute("BEGIN TRANSACTION")
+            try:
+                yield cur
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            cur.execute("COMMIT")
+
+    def _df(self, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame:
+        return self._cursor().execute(sql, list(params)).df()
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self._cursor().execute(sql, list(params)).fetchall()
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- schema --------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        cur = self._cursor()
+        try:
+            cur.execute(
+                "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER, applied_at TIMESTAMP)"
+            )
+            row = cur.execute("SELECT max(version) FROM schema_version").fetchone()
+        except duckdb.Error as exc:
+            raise StoreError(f"{self.path}: not a usable ER-Audit database: {exc}") from exc
+        current = int(row[0]) if row and row[0] is not None else 0
+        if current > SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path}: schema version {current} is newer than this tool's "
+                f"({SCHEMA_VERSION}); upgrade ER-Audit Studio to open it"
+            )
+        for version in range(current + 1, SCHEMA_VERSION + 1):
+            with self._write() as w:
+                for ddl in MIGRATIONS[version]:
+                    w.execute(ddl)
+                w.execute("INSERT INTO schema_version VALUES (?, ?)", [version, _now()])
+
+    def schema_version(self) -> int:
+        return int(self._rows("SELECT max(version) FROM schema_version")[0][0])
+
+    # -- benchmarks ----------------------------------------------------------------------
+    def add_benchmark(self, benchmark: Benchmark) -> str:
+        """Store a validated benchmark once (content-addressed); returns its id."""
+        bid = benchmark.benchmark_id
+        with self._write() as w:
+            if w.execute("SELECT 1 FROM benchmarks WHERE benchmark_id = ?", [bid]).fetchone():
+                return bid
+            w.execute(
+                "INSERT INTO benchmarks VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    bid,
+                    benchmark.name,
+                    benchmark.source,
+                    benchmark.sha256,
+                    benchmark.layout,
+                    benchmark.attribution,
+                    len(benchmark.pairs),
+                    _now(),
+                ],
+            )
+            w.executemany(
+                "INSERT INTO pairs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    [
+                        bid,
+                        p.pair_id,
+                        p.index,
+                        p.story_title,
+                        p.monitored.question,
+                        p.monitored.true_option,
+                        p.monitored.false_option,
+                        p.hidden.question,
+                        p.hidden.true_option,
+                        p.hidden.false_option,
+                        json.dumps(p.extra, ensure_ascii=False),
+                    ]
+                    for p in benchmark.pairs
+                ],
+            )
+        return bid
+
+    def benchmarks(self) -> pd.DataFrame:
+        return self._df("SELECT * FROM benchmarks ORDER BY imported_at")
+
+    def pairs(self, benchmark_id: str) -> list[Pair]:
+        rows = self._rows(
+            "SELECT pair_id, pair_index, story_title, monitored_question, monitored_true, "
+            "monitored_false, hidden_question, hidden_true, hidden_false, extra FROM pairs "
+            "WHERE benchmark_id = ? ORDER BY pair_index",
+            [benchmark_id],
+        )
+        if not rows:
+            raise InputError(f"benchmark {benchmark_id!r} is not in the store {self.path}")
+        return [
+            Pair(
+                r[0],
+                r[1],
+                r[2] or "",
+                BinaryQuestion(r[3], r[4], r[5]),
+                BinaryQuestion(r[6], r[7], r[8]),
+                json.loads(r[9]) if r[9] else {},
+            )
+            for r in rows
+        ]
+
+    # -- checkpoints ---------------------------------------------------------------------
+    def register_checkpoint(self, fingerprint: str, name: str, details: Mapping[str, Any]) -> None:
+        with self._write() as w:
+            w.execute("DELETE FROM checkpoints WHERE fingerprint = ?", [fingerprint])
+            w.execute(
+                "INSERT INTO checkpoints VALUES (?, ?, ?, ?)",
+                [fingerprint, name, json.dumps(dict(details), default=str), _now()],
+            )
+
+    def checkpoints(self) -> pd.DataFrame:
+        return self._df("SELECT * FROM checkpoints ORDER BY registered_at")
+
+    # -- paraphrases ---------------------------------------------------------------------
+    def add_paraphrases(
+        self,
+        benchmark_id: str,
+        paraphrases: Sequence[Paraphrase],
+        provenance: Mapping[str, Any],
+    ) -> int:
+        """Store paraphrases once each; returns how many were new.
+
+        A paraphrase already stored with the same (pair, role, generator, idx) and text is
+        skipped; the same text under another role or generator is refused, which is what keeps
+        search and test sets disjoint.
+        """
+        prov = json.dumps(dict(provenance), ensure_ascii=False, default=str)
+        new = 0
+        with self._write() as w:
+            for p in paraphrases:
+                existing = w.execute(
+                    "SELECT role, generator, idx FROM paraphrases "
+                    "WHERE benchmark_id = ? AND pair_id = ? AND text = ?",
+                    [benchmark_id, p.pair_id, p.text],
+                ).fetchone()
+                if existing is not None:
+                    if tuple(existing) == (p.role, p.generator, p.idx):
+                        continue
+                    raise InputError(
+                        f"paraphrase of pair {p.pair_id} ({p.role}/{p.generator} #{p.idx}) is "
+                        f"already stored as {existing[0]}/{existing[1]} #{existing[2]}; field "
+                        f"text must be unique per pair: {p.text[:80]!r}"
+                    )
+                slot = w.execute(
+                    "SELECT text FROM paraphrases WHERE benchmark_id = ? AND pair_id = ? AND "
+                    "role = ? AND generator = ? AND idx = ?",
+                    [benchmark_id, p.pair_id, p.role, p.generator, p.idx],
+                ).fetchone()
+                if slot is not None:
+                    raise InputError(
+                        f"pair {p.pair_id} already has {p.role}/{p.generator} #{p.idx} with "
+                        f"other text; field idx must be unique per pair, role and generator"
+                    )
+                w.execute(
+                    "INSERT INTO paraphrases VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [benchmark_id, p.pair_id, p.role, p.generator, p.idx, p.text, prov, _now()],
+                )
+                new += 1
+        return new
+
+    def add_rejections(self, benchmark_id: str, rejections: Iterable[Any]) -> int:
+        """Keep every rejected candidate with its reason (objects with pair_id, generator,
+        text, reason attributes)."""
+        rows = [
+            [benchmark_id, r.pair_id, r.generator, r.text, r.reason, _now()] for r in rejections
+        ]
+        if rows:
+            with self._write() as w:
+                w.executemany("INSERT INTO paraphrase_rejections VALUES (?, ?, ?, ?, ?, ?)", rows)
+        return len(rows)
+
+    def paraphrases(
+        self,
+        benchmark_id: str,
+        pair_id: str | None = None,
+        role: str | None = None,
+        generator: str | None = None,
+    ) -> list[Paraphrase]:
+        sql = "SELECT pair_id, role, generator, idx, text FROM paraphrases WHERE benchmark_id = ?"
+        params: list[Any] = [benchmark_id]
+        for col, val in (("pair_id", pair_id), ("role", role), ("generator", generator)):
+            if val is not None:
+                sql += f" AND {col} = ?"
+                params.append(val)
+        sql += " ORDER BY pair_id, role, generator, idx"
+        return [Paraphrase(r[0], r[1], r[2], r[3], r[4]) for r in self._rows(sql, params)]
+
+    def paraphrase_sets(self, benchmark_id: str | None = None) -> pd.DataFrame:
+        """Counts per (benchmark, role, generator): what a run can be configured with."""
+        where = "WHERE benchmark_id = ?" if benchmark_id else ""
+        return self._df(
+            "SELECT benchmark_id, role, generator, count(DISTINCT pair_id) AS n_pairs, "
+            f"count(*) AS n_paraphrases FROM paraphrases {where} "
+            "GROUP BY ALL ORDER BY benchmark_id, role, generator",
+            [benchmark_id] if benchmark_id else [],
+        )
+
+    def rejections(self, benchmark_id: str, pair_id: str | None = None) -> pd.DataFrame:
+        sql = "SELECT * FROM paraphrase_rejections WHERE benchmark_id = ?"
+        params: list[Any] = [benchmark_id]
+        if pair_id is not None:
+            sql += " AND pair_id = ?"
+            params.append(pair_id)
+        return self._df(sql + " ORDER BY created_at", params)
+
+    # -- score cache ---------------------------------------------------------------------
+    def cached_scores(self, fingerprint: str, prompt_hashes: Sequence[str]) -> dict[str, QueryScore]:
+        if not prompt_hashes:
+            return {}
+        cur = self._cursor()
+        found: dict[str, QueryScore] = {}
+        chunk = 1000
+        for start in range(0, len(prompt_hashes), chunk):
+            part = list(prompt_hashes[start : start + chunk])
+            rows = cur.execute(
+                "SELECT prompt_hash, p_true, l_a_true_a, l_b_true_a, l_a_true_b, l_b_true_b "
+                "FROM score_cache WHERE fingerprint = ? AND list_contains(?, prompt_hash)",
+                [fingerprint, part],
+            ).fetchall()
+            for r in rows:
+                logprobs = None if r[2] is None else (r[2], r[3], r[4], r[5])
+                found[r[0]] = QueryScore(r[1], logprobs)
+        return found
+
+    def put_scores(self, fingerprint: str, scores: Mapping[str, QueryScore]) -> None:
+        """Write scores the moment they exist: a crash right after loses nothing scored."""
+        rows = []
+        now = _now()
+        for h, s in scores.items():
+            lp = s.logprobs or (None, None, None, None)
+            rows.append([fingerprint, h, s.p_true, *lp, now])
+        if rows:
+            with self._write() as w:
+                w.executemany(
+                    "INSERT OR IGNORE INTO score_cache VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows
+                )
+
+    def cache_size(self, fingerprint: str | None = None) -> int:
+        if fingerprint is None:
+            return int(self._rows("SELECT count(*) FROM score_cache")[0][0])
+        return int(
+            self._rows("SELECT count(*) FROM score_cache WHERE fingerprint = ?", [fingerprint])[0][0]
+        )
+
+    # -- runs ----------------------------------------------------------------------------
+    def create_run(
+        self,
+        run_id: str,
+        *,
+        label: str,
+        config: Mapping[str, Any],
+        n_pairs: int,
+        benchmark_id: str | None = None,
+        source: str = "",
+        pre: tuple[str, str] = ("", ""),
+        post: tuple[str, str] = ("", ""),
+    ) -> None:
+        """Record a new run; `pre` and `post` are (fingerprint, display name)."""
+        with self._write() as w:
+            if w.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchone():
+                raise InputError(f"run {run_id!r} already exists in {self.path}")
+            w.execute(
+                "INSERT INTO runs (run_id, label, status, config, benchmark_id, source, "
+                "pre_fingerprint, post_fingerprint, pre_name, post_name, n_pairs, created_at) "
+                "VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    run_id,
+                    label,
+                    json.dumps(dict(config)),
+                    benchmark_id,
+                    source,
+                    pre[0],
+                    post[0],
+                    pre[1],
+                    post[1],
+                    n_pairs,
+                    _now(),
+                ],
+            )
+
+    def set_run_status(self, run_id: str, status: str, error: str | None = None) -> None:
+        if status not in RUN_STATUSES:
+            raise ValueError(f"unknown run status {status!r}")
+        with self._write() as w:
+            if status == "running":
+                w.execute(
+                    "UPDATE runs SET status = ?, error = NULL, cancel_requested = FALSE, "
+                    "started_at = coalesce(started_at, ?), finished_at = NULL WHERE run_id = ?",
+                    [status, _now(), run_id],
+                )
+            elif status in ("done", "failed", "cancelled", "interrupted"):
+                w.execute(
+                    "UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE run_id = ?",
+                    [status, error, _now(), run_id],
+                )
+            else:
+                w.execute("UPDATE runs SET status = ? WHERE run_id = ?", [status, run_id])
+
+    def request_cancel(self, run_id: str) -> None:
+        with self._write() as w:
+            w.execute("UPDATE runs SET cancel_requested = TRUE WHERE run_id = ?", [run_id])
+
+    def cancel_requested(self, run_id: str) -> bool:
+        rows = self._rows("SELECT cancel_requested FROM runs WHERE run_id = ?", [run_id])
+        return bool(rows and rows[0][0])
+
+    def add_query_counts(self, run_id: str, scored: int, cached: int) -> None:
+        with self._write() as w:
+            w.execute(
+                "UPDATE runs SET queries_scored = queries_scored + ?, "
+                "queries_cached = queries_cached + ? WHERE run_id = ?",
+                [scored, cached, run_id],
+            )
+
+    def mark_stale_runs_interrupted(self) -> list[str]:
+        """Runs left 'running' by a process that died: mark them resumable, return their ids."""
+        ids = [r[0] for r in self._rows("SELECT run_id FROM runs WHERE status = 'running'")]
+        for run_id in ids:
+            self.set_run_status(run_id, "interrupted", "the process running it stopped")
+        return ids
+
+    def runs(self) -> pd.DataFrame:
+        return self._df(
+            "SELECT r.*, (SELECT count(*) FROM run_pairs p WHERE p.run_id = r.run_id) "
+            "AS pairs_done FROM runs r ORDER BY created_at DESC"
+        )
+
+    def run(self, run_id: str) -> dict[str, Any]:
+        df = self._df("SELECT * FROM runs WHERE run_id = ?", [run_id])
+        if df.empty:
+            raise InputError(f"no run {run_id!r} in {self.path}")
+        rec = df.iloc[0].to_dict()
+        rec["config"] = json.loads(rec["config"])
+        return rec
+
+    def start_pair(self, run_id: str, pair_id: str) -> None:
+        """Forget the steps of an unfinished pair so a resumed run replays it from the cache."""
+        with self._write() as w:
+            w.execute("DELETE FROM run_steps WHERE run_id = ? AND pair_id = ?", [run_id, pair_id])
+
+    def add_steps(self, run_id: str, steps: Sequence[StepRecord]) -> None:
+        if not steps:
+            return
+        now = _now()
+        with self._write() as w:
+            w.executemany(
+                "INSERT INTO run_steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    [
+                        run_id,
+                        s.pair_id,
+                        s.stage,
+                        s.generator,
+                        s.t,
+                        s.idx,
+                        s.text,
+                        s.p_pre,
+                        s.p_post,
+                        s.d,
+                        s.is_counterexample,
+                        s.bound,
+                        s.bound_tolerant,
+                        now,
+                    ]
+                    for s in steps
+                ],
+            )
+
+    def finish_pair(self, run_id: str, result: PairResult) -> None:
+        rec = asdict(result)
+        rec["generators"] = json.dumps(rec["generators"])
+        cols = list(rec)
+        with self._write() as w:
+            w.execute("DELETE FROM run_pairs WHERE run_id = ? AND pair_id = ?", [run_id, result.pair_id])
+            w.execute(
+                f"INSERT INTO run_pairs (run_id, {', '.join(cols)}, finished_at) "
+                f"VALUES (?, {', '.join('?' for _ in cols)}, ?)",
+                [run_id, *rec.values(), _now()],
+            )
+
+    def finished_pair_ids(self, run_id: str) -> set[str]:
+        return {r[0] for r in self._rows("SELECT pair_id FROM run_pairs WHERE run_id = ?", [run_id])}
+
+    def pair_results(self, run_id: str) -> pd.DataFrame:
+        """Per-pair verdicts of a run, in benchmark order (columns of PairResult)."""
+        df = self._df("SELECT * FROM run_pairs WHERE run_id = ? ORDER BY pair_index", [run_id])
+        if not df.empty:
+            df["generators"] = df["generators"].map(json.loads)
+        return df
+
+    def steps(self, run_id: str, pair_id: str | None = None) -> pd.DataFrame:
+        sql = "SELECT * FROM run_steps WHERE run_id = ?"
+        params: list[Any] = [run_id]
+        if pair_id is not None:
+            sql += " AND pair_id = ?"
+            params.append(pair_id)
+        return self._df(sql + " ORDER BY pair_id, stage, generator, t", params)
+
+    def latest_steps(self, run_id: str, limit: int = 500) -> pd.DataFrame:
+        """The most recent stage-2 steps (for the live chart) without reading the whole run."""
+        return self._df(
+            "SELECT * FROM run_steps WHERE run_id = ? AND stage = 2 "
+            "ORDER BY recorded_at DESC, t DESC LIMIT ?",
+            [run_id, limit],
+        )
+
+    def run_progress(self, run_id: str) -> dict[str, Any]:
+        row = self._rows(
+            "SELECT r.status, r.n_pairs, r.started_at, r.finished_at, r.queries_scored, "
+            "r.queries_cached, r.error, (SELECT count(*) FROM run_pairs p WHERE p.run_id = r.run_id), "
+            "(SELECT count(*) FROM run_pairs p WHERE p.run_id = r.run_id AND p.status = 'degraded'), "
+            "(SELECT count(*) FROM run_steps s WHERE s.run_id = r.run_id) "
+            "FROM runs r WHERE r.run_id = ?",
+            [run_id],
+        )
+        if not row:
+            raise InputError(f"no run {run_id!r} in {self.path}")
+        r = row[0]
+        return {
+            "status": r[0],
+            "n_pairs": r[1],
+            "started_at": r[2],
+            "finished_at": r[3],
+            "queries_scored": r[4],
+            "queries_cached": r[5],
+            "error": r[6],
+            "pairs_done": r[7],
+            "pairs_degraded": r[8],
+            "steps": r[9],
+        }
+
+    def delete_run(self, run_id: str) -> None:
+        with self._write() as w:
+            for table in ("run_steps", "run_pairs", "runs"):
+                w.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])

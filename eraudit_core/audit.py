@@ -317,11 +317,24 @@ class AuditEngine:
         # Stage 1: counterexample search over the whole (budgeted) search set.
         search = list(item.search[: cfg.search_budget])
         steps: list[StepRecord] = []
-        for p, (a, b) in zip(search, self._pre_post([item.hidden_query(x.text) for x in search]), strict=True):
+        for p, (a, b) in zip(
+            search, self._pre_post([item.hidden_query(x.text) for x in search]), strict=True
+        ):
             d = degradation_score(a, b, den)
             all_d.append(d)
             steps.append(
-                StepRecord(item.pair_id, 1, p.generator, len(steps) + 1, p.idx, p.text, a, b, d, is_counterexample(d, cfg.epsilon))
+                StepRecord(
+                    item.pair_id,
+                    1,
+                    p.generator,
+                    len(steps) + 1,
+                    p.idx,
+                    p.text,
+                    a,
+                    b,
+                    d,
+                    is_counterexample(d, cfg.epsilon),
+                )
             )
         self.store.add_steps(run_id, steps)
         n_cex = sum(s.is_counterexample for s in steps)
@@ -418,8 +431,12 @@ class AuditEngine:
                     all_d.append(d)
                     cex = is_counterexample(d, cfg.epsilon)
                     outcomes.append(not cex)
-                    paper = 0.0 if not all(outcomes) else B.lower_confidence_bound(t, cfg.confidence)
-                    tol = B.failure_tolerant_lower_bound(sum(outcomes), t, cfg.confidence, cfg.tolerant_prior)
+                    paper = (
+                        0.0 if not all(outcomes) else B.lower_confidence_bound(t, cfg.confidence)
+                    )
+                    tol = B.failure_tolerant_lower_bound(
+                        sum(outcomes), t, cfg.confidence, cfg.tolerant_prior
+                    )
                     tol = max(tol, record["bound_tolerant"])
                     record.update(n=t, bound=paper, bound_tolerant=tol)
                     steps.append(

@@ -244,7 +244,16 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
     with Store(args.db) as store:
         df = store.runs()
-        cols = ["run_id", "label", "status", "n_pairs", "pairs_done", "created_at", "pre_name", "post_name"]
+        cols = [
+            "run_id",
+            "label",
+            "status",
+            "n_pairs",
+            "pairs_done",
+            "created_at",
+            "pre_name",
+            "post_name",
+        ]
         df = df[cols] if not df.empty else df
         _print(df.to_dict("records") if args.json else df, args.json)
     return 0

@@ -94,7 +94,9 @@ def load_benchmark(path: str | Path, name: str | None = None) -> Benchmark:
         raise InputError(f"{path}: no such benchmark file")
     size = path.stat().st_size
     if size > MAX_BENCHMARK_BYTES:
-        raise InputError(f"{path}: file is {size} bytes, more than the {MAX_BENCHMARK_BYTES} allowed")
+        raise InputError(
+            f"{path}: file is {size} bytes, more than the {MAX_BENCHMARK_BYTES} allowed"
+        )
     raw = path.read_bytes()
     return parse_benchmark(raw, source=str(path), name=name or guess_dataset_name(path))
 
@@ -194,9 +196,7 @@ def _reference_record(source: str, dataset: str, index: int, rec: Any) -> Pair:
     monitored = _binary(qy, ("question", "Y_true", "Y_false"), where, "Q_Y")
     hidden = _binary(qh, ("question", "H_true", "H_false"), where, "Q_H")
     assert pid is not None
-    extra = {
-        key: qy[key] for key in ("honest_transcript", "adversarial_transcript") if key in qy
-    }
+    extra = {key: qy[key] for key in ("honest_transcript", "adversarial_transcript") if key in qy}
     return Pair(pid, index, title, monitored, hidden, extra)
 
 
@@ -212,7 +212,11 @@ def _jsonl_record(source: str, dataset: str, index: int, rec: Any) -> Pair:
     pid = rec.get("pair_id")
     if pid is not None and (not isinstance(pid, str) or not pid.strip()):
         raise InputError(f"{where}: field pair_id must be a non-empty string")
-    if pid is None and isinstance(mon.get("question"), str) and isinstance(hid.get("question"), str):
+    if (
+        pid is None
+        and isinstance(mon.get("question"), str)
+        and isinstance(hid.get("question"), str)
+    ):
         pid = reference_pair_id(dataset, title, mon["question"], hid["question"])
     where = _where(source, index, pid)
     monitored = _binary(mon, ("question", "true", "false"), where, "monitored")

@@ -87,10 +87,7 @@ def tv_relaxed_bound(bound: float, delta: float) -> float:
 
 def _log_mixture_martingale(p0: float, s: int, t: int, a: float, b: float) -> float:
     return float(
-        betaln(a + s, b + t - s)
-        - betaln(a, b)
-        - s * math.log(p0)
-        - (t - s) * math.log1p(-p0)
+        betaln(a + s, b + t - s) - betaln(a, b) - s * math.log(p0) - (t - s) * math.log1p(-p0)
     )
 
 

@@ -60,9 +60,16 @@ def demo_live_pair_ids(store: Store, benchmark_id: str) -> list[str]:
     targets: list[str] = []
     if manifest.is_file():
         data = json.loads(manifest.read_text())
-        targets = list(data.get("adversarial_target_pair_ids") or data.get("adversarial", {}).get("target_pair_ids", []))
+        targets = list(
+            data.get("adversarial_target_pair_ids")
+            or data.get("adversarial", {}).get("target_pair_ids", [])
+        )
     sets = store.paraphrase_sets(benchmark_id)
-    have = {p.pair_id for p in store.paraphrases(benchmark_id, role="test")} if not sets.empty else set()
+    have = (
+        {p.pair_id for p in store.paraphrases(benchmark_id, role="test")}
+        if not sets.empty
+        else set()
+    )
     chosen = [pid for pid in targets if pid in have][:DEMO_LIVE_PAIR_COUNT]
     for pair in store.pairs(benchmark_id):
         if len(chosen) >= DEMO_LIVE_PAIR_COUNT:
@@ -83,7 +90,9 @@ def ensure_demo(store: Store) -> DemoInfo:
     )
 
     bid = ensure_demo_inputs(store)
-    info = DemoInfo(bid, len(store.pairs(bid)), int(store.paraphrase_sets(bid)["n_paraphrases"].sum() or 0))
+    info = DemoInfo(
+        bid, len(store.pairs(bid)), int(store.paraphrase_sets(bid)["n_paraphrases"].sum() or 0)
+    )
     existing = set(store.runs()["run_id"]) if not store.runs().empty else set()
     manifest_path = DEMO_RUNS_DIR / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}

@@ -48,7 +48,9 @@ def build_items(
         known = {p.pair_id: p for p in pairs}
         unknown = [pid for pid in pair_ids if pid not in known]
         if unknown:
-            raise InputError(f"benchmark {benchmark_id}: unknown pair id(s) {', '.join(unknown[:5])}")
+            raise InputError(
+                f"benchmark {benchmark_id}: unknown pair id(s) {', '.join(unknown[:5])}"
+            )
         pairs = [known[pid] for pid in pair_ids]
     if limit:
         pairs = pairs[:limit]
@@ -102,7 +104,9 @@ def expected_queries(
     A query is one question put to one checkpoint (two forward passes: both answer orders).
     """
     items, config = build_items(store, benchmark_id, pair_ids, config, limit)
-    per_gen_cap = config.test_budget if config.n_star is None else min(config.test_budget, config.n_star)
+    per_gen_cap = (
+        config.test_budget if config.n_star is None else min(config.test_budget, config.n_star)
+    )
     search = sum(min(len(it.search), config.search_budget) for it in items)
     test = sum(min(len(ps), per_gen_cap) for it in items for ps in it.tests.values())
     canonical = 2 * len(items)
@@ -197,7 +201,9 @@ def resume_run(
     try:
         spec = json.loads(source)
     except json.JSONDecodeError:
-        raise InputError(f"run {run_id}: its inputs were not recorded; it cannot be resumed") from None
+        raise InputError(
+            f"run {run_id}: its inputs were not recorded; it cannot be resumed"
+        ) from None
     items, _ = build_items(store, spec["benchmark_id"], spec["pair_ids"], config)
     pre, post = _load_checkpoints(store, spec["pre_spec"], spec["post_spec"])
     AuditEngine(store, pre, post, config, progress, should_cancel).resume(run_id, items)

@@ -391,7 +391,9 @@ class Store:
         return self._df(sql + " ORDER BY created_at", params)
 
     # -- score cache ---------------------------------------------------------------------
-    def cached_scores(self, fingerprint: str, prompt_hashes: Sequence[str]) -> dict[str, QueryScore]:
+    def cached_scores(
+        self, fingerprint: str, prompt_hashes: Sequence[str]
+    ) -> dict[str, QueryScore]:
         if not prompt_hashes:
             return {}
         cur = self._cursor()
@@ -426,7 +428,9 @@ class Store:
         if fingerprint is None:
             return int(self._rows("SELECT count(*) FROM score_cache")[0][0])
         return int(
-            self._rows("SELECT count(*) FROM score_cache WHERE fingerprint = ?", [fingerprint])[0][0]
+            self._rows("SELECT count(*) FROM score_cache WHERE fingerprint = ?", [fingerprint])[0][
+                0
+            ]
         )
 
     # -- runs ----------------------------------------------------------------------------
@@ -516,7 +520,7 @@ class Store:
         df = self._df("SELECT * FROM runs WHERE run_id = ?", [run_id])
         if df.empty:
             raise InputError(f"no run {run_id!r} in {self.path}")
-        rec = df.iloc[0].to_dict()
+        rec = {str(k): v for k, v in df.iloc[0].to_dict().items()}
         rec["config"] = json.loads(rec["config"])
         return rec
 
@@ -558,7 +562,9 @@ class Store:
         rec["generators"] = json.dumps(rec["generators"])
         cols = list(rec)
         with self._write() as w:
-            w.execute("DELETE FROM run_pairs WHERE run_id = ? AND pair_id = ?", [run_id, result.pair_id])
+            w.execute(
+                "DELETE FROM run_pairs WHERE run_id = ? AND pair_id = ?", [run_id, result.pair_id]
+            )
             w.execute(
                 f"INSERT INTO run_pairs (run_id, {', '.join(cols)}, finished_at) "
                 f"VALUES (?, {', '.join('?' for _ in cols)}, ?)",
@@ -566,7 +572,9 @@ class Store:
             )
 
     def finished_pair_ids(self, run_id: str) -> set[str]:
-        return {r[0] for r in self._rows("SELECT pair_id FROM run_pairs WHERE run_id = ?", [run_id])}
+        return {
+            r[0] for r in self._rows("SELECT pair_id FROM run_pairs WHERE run_id = ?", [run_id])
+        }
 
     def pair_results(self, run_id: str) -> pd.DataFrame:
         """Per-pair verdicts of a run, in benchmark order (columns of PairResult)."""

@@ -44,8 +44,12 @@ def read_score_table(path: str | Path) -> pd.DataFrame:
         if not isinstance(row["pair_id"], str) or not row["pair_id"].strip():
             raise InputError(f"{where}: field pair_id is empty")
         if row["role"] not in ROLES:
-            raise InputError(f"{where}: field role must be one of {', '.join(ROLES)}, got {row['role']!r}")
-        if row["role"] in ("search", "test") and (not isinstance(row["text"], str) or not row["text"].strip()):
+            raise InputError(
+                f"{where}: field role must be one of {', '.join(ROLES)}, got {row['role']!r}"
+            )
+        if row["role"] in ("search", "test") and (
+            not isinstance(row["text"], str) or not row["text"].strip()
+        ):
             raise InputError(f"{where}: field text is empty")
         for col in ("p_pre", "p_post"):
             try:
@@ -103,7 +107,9 @@ def table_digest(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
-def items_from_table(df: pd.DataFrame, source: str = "table") -> tuple[list[AuditItem], tuple[str, ...]]:
+def items_from_table(
+    df: pd.DataFrame, source: str = "table"
+) -> tuple[list[AuditItem], tuple[str, ...]]:
     """Audit items (pairs in order of first appearance) and test generators in order."""
     test_order: list[str] = []
     for g in df.loc[df["role"] == "test", "generator"]:
@@ -122,7 +128,7 @@ def items_from_table(df: pd.DataFrame, source: str = "table") -> tuple[list[Audi
         hidden_text = str(hid["text"].iloc[0]) if len(hid) else ""
         paras = {
             role: [
-                Paraphrase(str(pid), role, str(r.generator), int(r.idx), str(r.text))
+                Paraphrase(str(pid), role, str(r.generator), int(r.idx), str(r.text))  # type: ignore[arg-type]
                 for r in group[group["role"] == role].sort_values("idx", kind="stable").itertuples()
             ]
             for role in ("search", "test")

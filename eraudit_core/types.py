@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, Sequence, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 Role = Literal["monitored", "hidden", "search", "test"]
 PAIR_STATUSES = ("degraded", "certified", "inconclusive")

@@ -72,6 +72,10 @@ def question_summary(pairs: pd.DataFrame) -> pd.DataFrame:
     return pairs[cols].reset_index(drop=True)
 
 
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{str(k): v for k, v in r.items()} for r in df.to_dict("records")]
+
+
 def replay_pair(
     pair: Mapping[str, Any], steps: pd.DataFrame, config: AuditConfig, epsilon: float
 ) -> dict[str, Any]:
@@ -125,12 +129,16 @@ def epsilon_sweep(
     n_unavailable (pairs whose verdict at this epsilon needs scores the run did not collect).
     """
     by_pair = {pid: g for pid, g in steps.groupby("pair_id")} if not steps.empty else {}
-    empty = steps.iloc[0:0] if not steps.empty else pd.DataFrame(columns=["stage", "d", "generator", "t"])
+    empty = (
+        steps.iloc[0:0]
+        if not steps.empty
+        else pd.DataFrame(columns=["stage", "d", "generator", "t"])
+    )
     rows = []
     for eps in epsilons:
         outcomes = [
             replay_pair(rec, by_pair.get(rec["pair_id"], empty), config, float(eps))
-            for rec in pairs.to_dict("records")
+            for rec in _records(pairs)
         ]
         avail = [o for o in outcomes if o["available"]]
         rows.append(
@@ -157,7 +165,7 @@ def confidence_sweep(
     rows = []
     for level in levels:
         bounds = []
-        for rec in pairs.to_dict("records"):
+        for rec in _records(pairs):
             gens = rec.get("generators") or []
             if rec["status"] != "certified" or not gens:
                 bounds.append(0.0)
@@ -211,7 +219,16 @@ def scatter_points(store: Store, run_ids: Sequence[str]) -> pd.DataFrame:
         )
     if not frames:
         return pd.DataFrame(
-            columns=["run_id", "run_label", "pair_id", "hidden_question", "p_post_hidden", "max_d", "status", "bound"]
+            columns=[
+                "run_id",
+                "run_label",
+                "pair_id",
+                "hidden_question",
+                "p_post_hidden",
+                "max_d",
+                "status",
+                "bound",
+            ]
         )
     return pd.concat(frames, ignore_index=True)
 

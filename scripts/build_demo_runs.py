@@ -1,0 +1,143 @@
+"""Rebuild data/demo_runs/: the score tables behind the dashboard's finished demo runs.
+
+Scores the canonical monitored and hidden questions and every bundled paraphrase of the demo
+pairs with the real demo checkpoints (SmolLM2-135M-Instruct before adaptation, and the two LoRA
+arms from data/adapters), through the same backend and score cache an audit uses. Every row is
+scored (no early stopping) so the dashboard can replay the audit at any epsilon or budget;
+`eraudit demo` then audits these tables with the config in manifest.json.
+
+    .venv/bin/python scripts/build_demo_runs.py --pairs 40      # ~minutes on 2 CPU cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from eraudit_core.audit import AuditConfig, CachedScorer
+from eraudit_core.demo import DEMO_RUNS_DIR, ensure_demo_inputs
+from eraudit_core.runs import build_items
+from eraudit_core.store import Store
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Audit settings of the demo runs (the dashboard can replay other epsilons from the tables).
+DEMO_CONFIG = {
+    "epsilon": 0.5,
+    "k": 0.001,
+    "confidence": 0.95,
+    "search_budget": 30,
+    "test_budget": 40,
+    "target": None,
+    "tv_delta": 0.0,
+}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--pairs", type=int, default=40, help="number of demo pairs")
+    ap.add_argument("--db", default=str(ROOT / ".cache" / "demo_build.duckdb"), help="score cache")
+    ap.add_argument("--out", default=str(DEMO_RUNS_DIR))
+    args = ap.parse_args()
+
+    from eraudit_core.verifier import CheckpointSpec, load_pair
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    with Store(args.db) as store:
+        bid = ensure_demo_inputs(store)
+        cfg = AuditConfig.from_dict(DEMO_CONFIG)
+        all_items, cfg = build_items(store, bid, None, cfg)
+        items = select_pairs(all_items, args.pairs)
+        manifest: dict = {
+            "config": {**DEMO_CONFIG, "test_generators": list(cfg.test_generators)},
+            "benchmark_id": bid,
+            "pair_ids": [it.pair_id for it in items],
+            "arms": {},
+            "built_with": {"python": platform.python_version(), "machine": platform.machine()},
+        }
+        for arm in ("honest", "adversarial"):
+            pre_v, post_v = load_pair(
+                CheckpointSpec.parse("demo:base"), CheckpointSpec.parse(f"demo:{arm}")
+            )
+            pre, post = CachedScorer(pre_v, store), CachedScorer(post_v, store)
+            rows = []
+            for n, it in enumerate(items, start=1):
+                queries = [("monitored", "", 0, it.monitored), ("hidden", "", 0, it.hidden)]
+                queries += [
+                    ("search", p.generator, p.idx, it.hidden_query(p.text))
+                    for p in it.search[: cfg.search_budget]
+                ]
+                for gen, paras in it.tests.items():
+                    queries += [
+                        ("test", gen, p.idx, it.hidden_query(p.text))
+                        for p in paras[: cfg.test_budget]
+                    ]
+                qs = [q[3] for q in queries]
+                a = pre.score(qs)
+                b = post.score(qs)
+                for (role, gen, idx, q), sa, sb in zip(queries, a, b, strict=True):
+                    rows.append(
+                        {
+                            "pair_id": it.pair_id,
+                            "role": role,
+                            "generator": gen,
+                            "idx": idx,
+                            "text": q.question,
+                            "p_pre": sa.p_true,
+                            "p_post": sb.p_true,
+                        }
+                    )
+                print(
+                    f"{arm}: pair {n}/{len(items)} ({time.time() - t0:.0f}s, {pre.scored + post.scored} scored)",
+                    flush=True,
+                )
+            df = pd.DataFrame(rows)
+            df.to_csv(
+                out / f"{arm}.csv.gz",
+                index=False,
+                float_format="%.9g",
+                compression={"method": "gzip", "mtime": 0},
+            )
+            manifest["arms"][arm] = {
+                "pre": "demo:base",
+                "post": f"demo:{arm}",
+                "pre_fingerprint": pre_v.fingerprint,
+                "post_fingerprint": post_v.fingerprint,
+                "rows": len(df),
+                "queries_scored": pre.scored + post.scored,
+                "queries_cached": pre.cached + post.cached,
+            }
+        manifest["seconds"] = round(time.time() - t0, 1)
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    print(f"wrote {out} in {time.time() - t0:.0f}s")
+    return 0
+
+
+def select_pairs(items: list, n: int) -> list:
+    """Half adversarial targets, half untouched pairs, so both arms' pictures differ."""
+    manifest = ROOT / "data" / "adapters" / "manifest.json"
+    targets: set[str] = set()
+    if manifest.is_file():
+        data = json.loads(manifest.read_text())
+        targets = set(
+            data.get("adversarial_target_pair_ids")
+            or data.get("adversarial", {}).get("target_pair_ids", [])
+        )
+    usable = [it for it in items if it.search and all(it.tests.values())]
+    hit = [it for it in usable if it.pair_id in targets][: n // 2]
+    rest = [it for it in usable if it.pair_id not in targets][: n - len(hit)]
+    chosen = {it.pair_id for it in hit + rest}
+    return [it for it in usable if it.pair_id in chosen]
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,160 @@
+"""`eraudit adapt | score | checkpoint-info`: building and inspecting verifier checkpoints.
+
+Heavy imports (torch, transformers) happen inside the commands, so `eraudit --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from eraudit_core.errors import InputError
+from eraudit_core.types import Query
+from eraudit_core.verifier import DEFAULT_PREFIX, DEFAULT_TEMPLATE
+
+
+def _model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: auto)")
+    p.add_argument("--dtype", default=None, help="float32, bfloat16, float16 (default: auto)")
+    p.add_argument("--trust-remote-code", action="store_true", help="allow checkpoint code")
+    p.add_argument("--template", default=DEFAULT_TEMPLATE, help="prompt template (§3)")
+    p.add_argument("--prefix", default=DEFAULT_PREFIX, help="answer prefix (default 'Answer:')")
+
+
+def register(subparsers: Any) -> None:
+    """Add the verifier subcommands to the `eraudit` parser."""
+    p = subparsers.add_parser(
+        "adapt",
+        help="rebuild the demo LoRA adapters (honest / adversarial arms)",
+        description="Fine-tune LoRA adapters on the benchmark pairs and write adapter + "
+        "manifest.json under OUT/<arm>/.",
+    )
+    p.add_argument("--arm", choices=["honest", "adversarial", "both"], default="both")
+    p.add_argument("--out", type=Path, default=Path("data/adapters"))
+    p.add_argument("--base", default="demo:base", help="base checkpoint spec")
+    p.add_argument("--benchmark", type=Path, default=None, help="default: bundled QuALITY-H")
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--rank", type=int, default=8)
+    p.add_argument("--top-layers", type=int, default=12)
+    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--adversarial-fraction", type=float, default=0.35)
+    p.add_argument("--no-evaluate", action="store_true", help="skip the evaluation vs base")
+    p.set_defaults(func=_cmd_adapt)
+
+    p = subparsers.add_parser(
+        "score",
+        help="score questions (JSONL/CSV) with a checkpoint; prints JSON lines",
+        description="Input rows need question, true_option, false_option (pair_id optional).",
+    )
+    p.add_argument("spec", help="demo:base|honest|adversarial, DIR, FILE.gguf or BASE+ADAPTER")
+    p.add_argument("questions", type=Path, help="JSONL or CSV file")
+    p.add_argument("--batch-size", type=int, default=8)
+    _model_args(p)
+    p.set_defaults(func=_cmd_score)
+
+    p = subparsers.add_parser(
+        "checkpoint-info", help="load a checkpoint with all checks and describe it as JSON"
+    )
+    p.add_argument("spec")
+    _model_args(p)
+    p.set_defaults(func=_cmd_info)
+
+
+def _load(args: argparse.Namespace, **extra: Any) -> Any:
+    from eraudit_core.verifier import load_verifier
+
+    return load_verifier(
+        args.spec,
+        device=args.device,
+        dtype=args.dtype,
+        trust_remote_code=args.trust_remote_code,
+        template=args.template,
+        prefix=args.prefix,
+        **extra,
+    )
+
+
+def read_questions(path: Path) -> list[Query]:
+    """Rows of a JSONL or CSV file as queries; errors name the file, row and field."""
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    rows: list[tuple[int, Any]] = []
+    text = path.read_text(encoding="utf-8-sig")
+    if path.suffix.lower() == ".csv":
+        rows = list(enumerate(csv.DictReader(text.splitlines()), start=2))
+    else:
+        for n, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    rows.append((n, json.loads(line)))
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"{path}: line {n} is not valid JSON ({exc.msg})") from exc
+    queries = []
+    for n, row in rows:
+        if not isinstance(row, dict):
+            raise InputError(f"{path}: line {n} is not an object")
+        values = {}
+        for key in ("question", "true_option", "false_option"):
+            value = row.get(key)
+            if not isinstance(value, str) or not value.strip():
+                raise InputError(f"{path}: line {n}: field {key!r} missing or empty")
+            values[key] = value
+        queries.append(Query(str(row.get("pair_id") or f"row{n}"), **values))
+    if not queries:
+        raise InputError(f"{path}: no rows")
+    return queries
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
+    queries = read_questions(args.questions)
+    verifier = _load(args, batch_size=args.batch_size)
+    for q, s in zip(queries, verifier.score(queries), strict=True):
+        row = {
+            "pair_id": q.pair_id,
+            "question": q.question,
+            "p_true": s.p_true,
+            "logprobs": s.logprobs,
+            "fingerprint": verifier.fingerprint,
+        }
+        print(json.dumps(row, ensure_ascii=False))
+    return 0
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    print(json.dumps(_load(args).describe(), indent=2, ensure_ascii=False))
+    return 0
+
+
+def _cmd_adapt(args: argparse.Namespace) -> int:
+    from eraudit_core.adapt import ARMS, AdaptConfig, run_adaptation
+
+    config = AdaptConfig(
+        epochs=args.epochs,
+        learning_rate=args.lr,
+        rank=args.rank,
+        alpha=2 * args.rank,
+        top_layers=args.top_layers,
+        batch_size=args.batch_size,
+        seed=args.seed,
+        adversarial_fraction=args.adversarial_fraction,
+    )
+    arms = ARMS if args.arm == "both" else (args.arm,)
+    command = "eraudit " + shlex.join(sys.argv[1:]) if sys.argv[1:2] == ["adapt"] else ""
+    run_adaptation(
+        arms,
+        args.out,
+        base=args.base,
+        benchmark_path=args.benchmark,
+        config=config,
+        evaluate_arms=not args.no_evaluate,
+        command=command or f"eraudit adapt --arm {args.arm} --out {args.out}",
+        progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+    )
+    return 0

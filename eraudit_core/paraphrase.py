@@ -214,7 +214,7 @@ class FilterConfig:
     """Thresholds of the validity filter. Validated on entry, errors name the parameter."""
 
     min_cosine: float = 0.80
-    near_duplicate_ratio: float = 0.97
+    near_duplicate_fraction: float = 0.05
     min_length_ratio: float = 0.5
     max_length_ratio: float = 3.0
     length_slack_chars: int = 60
@@ -225,9 +225,9 @@ class FilterConfig:
     def __post_init__(self) -> None:
         if not -1.0 <= self.min_cosine <= 1.0:
             raise InputError(f"min_cosine must lie in [-1, 1], got {self.min_cosine!r}")
-        if not 0.0 < self.near_duplicate_ratio <= 1.0:
+        if not 0.0 <= self.near_duplicate_fraction < 1.0:
             raise InputError(
-                f"near_duplicate_ratio must lie in (0, 1], got {self.near_duplicate_ratio!r}"
+                f"near_duplicate_fraction must lie in [0, 1), got {self.near_duplicate_fraction!r}"
             )
         if not 0.0 <= self.min_length_ratio <= 1.0:
             raise InputError(f"min_length_ratio must lie in [0, 1], got {self.min_length_ratio!r}")
@@ -319,6 +319,7 @@ def filter_paraphrases(
         config.max_chars,
         int(config.max_length_ratio * len(original.strip())) + config.length_slack_chars,
     )
+    near_limit = max(2, int(config.near_duplicate_fraction * len(orig_norm)))
     result = FilterResult()
     survivors: list[str] = []
     seen: dict[str, str] = {}
@@ -347,12 +348,12 @@ def filter_paraphrases(
         if norm in exclude:
             reject(text, f"duplicate: same text (normalised) as {exclude[norm]}")
             continue
-        ratio = difflib.SequenceMatcher(None, orig_words, norm.split(), autojunk=False).ratio()
-        if ratio >= config.near_duplicate_ratio:
+        changed = _chars_changed(orig_norm, norm)
+        if changed <= near_limit:
             reject(
                 text,
-                f"near_duplicate_of_original: word-sequence similarity {ratio:.3f} >= "
-                f"{config.near_duplicate_ratio}",
+                f"near_duplicate_of_original: only {changed} character(s) differ from the "
+                f"original (limit {near_limit})",
             )
             continue
         leak = answer_leak(original, text, options) if config.check_distinctive_words else None
@@ -377,6 +378,12 @@ def filter_paraphrases(
                 result.accepted.append(text)
                 result.cosines.append(cos)
     return result
+
+
+def _chars_changed(a: str, b: str) -> int:
+    """Characters inserted, deleted or replaced between two normalised texts."""
+    ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in ops if tag != "equal")
 
 
 def _whole_option_leak(
@@ -542,7 +549,9 @@ def store_paraphrase_sets(store: Any, benchmark_id: str, sets: ParaphraseSets) -
     anything is written, so a clash leaves the store untouched. Returns the number stored.
     """
     existing = list(store.paraphrases(benchmark_id))
-    check_disjoint([*existing, *sets.paraphrases])
+    # an identical record already stored is fine (storing is idempotent); anything else that
+    # repeats a text breaks disjointness
+    check_disjoint(dict.fromkeys([*existing, *sets.paraphrases]))
     stored = 0
     for name in dict.fromkeys(p.generator for p in sets.paraphrases):
         batch = [p for p in sets.paraphrases if p.generator == name]

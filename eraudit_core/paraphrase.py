@@ -312,7 +312,6 @@ def filter_paraphrases(
     exclude = dict(exclude or {})
     original = hidden.question
     orig_norm = normalize_text(original)
-    orig_words = orig_norm.split()
     options = [("true", hidden.true_option), ("false", hidden.false_option)]
     min_len = max(config.min_chars, int(config.min_length_ratio * len(original.strip())))
     max_len = min(

@@ -72,9 +72,12 @@ class TagMapping:
         for name, table in (("condition", self.condition), ("behaviour", self.behaviour)):
             hits = sorted({table[k] for k in keys if k in table})
             if len(hits) != 1:
-                what = "no" if not hits else f"ambiguous ({', '.join(hits)})"
                 shown = ", ".join(keys) if keys else "none"
-                return None, None, f"{what} {name} mapping for tags/seed id [{shown}]"
+                if hits:
+                    reason = f"ambiguous {name}: tags/seed id [{shown}] map to {', '.join(hits)}"
+                else:
+                    reason = f"no {name} mapping for tags/seed id [{shown}]"
+                return None, None, reason
             out.append(hits[0])
         return out[0], out[1], None
 

@@ -17,7 +17,7 @@ with no rollout signal, so judges agree poorly on them (as in the paper's append
 A few judge refusals are planted: two single missing judge scores and one rollout that every
 judge refused (it is listed as dropped by the analysis).
 
-Usage: python scripts/make_sensitivity_sample.py [--seed 3] [--out PATH]
+Usage: python scripts/make_sensitivity_sample.py [--seed 2] [--out PATH]
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ JUDGES = ("judge-minimax-m2.5", "judge-kimi-k2", "judge-qwen3-max")
 JUDGE_BIAS = (0.0, 0.3, -0.2)
 JUDGE_SD = (0.6, 0.8, 0.7)
 ROLLOUTS_PER_CELL = 20
-DEFAULT_SEED = 3
+DEFAULT_SEED = 2
 # Upper bounds of scores 1..9 on the latent scale: a floor-heavy 1..10 scale as in Petri.
 CUTS = np.array([0.0, 0.8, 1.5, 2.2, 2.9, 3.6, 4.3, 5.0, 5.8])
 BASE = {"harmful_compliance": 0.8, "reward_hacking": 0.6, "sycophancy": 1.2}

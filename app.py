@@ -1,0 +1,65 @@
+"""ER-Audit Studio: the dashboard's entry point (`streamlit run app.py`).
+
+Navigation over the pages of DESIGN.md §7 and a shared sidebar that shows the active store and
+the selected run(s). The pages live in pages/, one file a page; they read everything from the
+store through ui.state.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import streamlit as st
+
+from ui import state
+
+st.set_page_config(page_title="ER-Audit Studio", page_icon=":material/verified:", layout="wide")
+
+PAGES = [
+    st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
+    st.Page("pages/setup.py", title="Setup", icon=":material/settings:"),
+    st.Page("pages/run.py", title="Run", icon=":material/play_circle:"),
+    st.Page("pages/explorer.py", title="Question explorer", icon=":material/search:"),
+    st.Page("pages/results.py", title="Results", icon=":material/insights:"),
+]
+if importlib.util.find_spec("eraudit_core.sensitivity_plots") is not None:
+    PAGES.append(
+        st.Page("pages/sensitivity.py", title="Auditor sensitivity", icon=":material/tune:")
+    )
+PAGES.append(st.Page("pages/share.py", title="Share", icon=":material/ios_share:"))
+
+page = st.navigation(PAGES)
+
+store = state.get_store()
+state.demo_info()
+state.sync_selection_from_query()
+
+with st.sidebar:
+    st.caption("Active store")
+    st.code(store.path, language=None)
+    runs = state.runs_frame()
+    if runs.empty:
+        st.info("No runs yet. Start one on the Run page.")
+    else:
+        ids = list(runs["run_id"])
+        if st.session_state.get(state.RUN_KEY) not in ids:
+            st.session_state[state.RUN_KEY] = ids[0]
+        chosen = st.selectbox(
+            "Selected run",
+            ids,
+            key=state.RUN_KEY,
+            format_func=lambda rid: state.run_label(runs, rid),
+        )
+        others = [None, *[r for r in ids if r != chosen]]
+        if st.session_state.get(state.COMPARE_KEY) not in others:
+            st.session_state[state.COMPARE_KEY] = None
+        st.selectbox(
+            "Compare with (optional)",
+            others,
+            key=state.COMPARE_KEY,
+            format_func=lambda rid: "none" if rid is None else state.run_label(runs, rid),
+        )
+        if st.query_params.get("run") != chosen:
+            st.query_params["run"] = chosen
+
+page.run()

@@ -1,0 +1,83 @@
+"""Question explorer: one hidden question of one run, every paraphrase, the bound trajectory.
+
+Deep link: ?run=RUN_ID&pair=PAIR_ID opens exactly this view.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from eraudit_core import plots, views
+from ui import explore, state, widgets
+
+st.title("Question explorer")
+run_id = widgets.need_run()
+if run_id is None:
+    st.stop()
+store = state.get_store()
+questions = views.question_summary(store.pair_results(run_id))
+if questions.empty:
+    st.info("No question of this run has finished yet.")
+    st.stop()
+
+explore.apply_pair_link(list(questions["pair_id"]))
+c1, c2 = st.columns([3, 2])
+text = c1.text_input("Search the hidden questions", placeholder="a word from the question")
+statuses = c2.multiselect("Status", list(widgets.STATUS_ORDER), placeholder="all statuses")
+shown = explore.filter_questions(questions, text, statuses)
+chosen = st.session_state.get(explore.PAIR_KEY)
+if chosen in set(questions["pair_id"]) and chosen not in set(shown["pair_id"]):
+    shown = pd.concat([questions[questions["pair_id"] == chosen], shown])  # keep a deep link
+if shown.empty:
+    st.warning("No question matches this search.")
+    st.stop()
+labels = {str(r["pair_id"]): explore.question_label(r) for r in shown.to_dict("records")}
+if st.session_state.get(explore.PAIR_KEY) not in labels:
+    st.session_state[explore.PAIR_KEY] = next(iter(labels))
+pair_id = st.selectbox(
+    f"Hidden question ({len(shown)} of {len(questions)})",
+    list(labels),
+    key=explore.PAIR_KEY,
+    format_func=labels.get,
+)
+st.query_params["run"] = run_id
+st.query_params["pair"] = pair_id
+
+d = explore.pair_detail(run_id, pair_id)
+row, config = d["row"], d["run"]["config"]
+st.markdown(f"**Verdict:** {widgets.status_badge(row['status'])}")
+st.caption("Hidden question (never monitored during adaptation)")
+st.text(row["hidden_question"])
+if d["pair"] is not None:
+    st.caption("Options of the hidden question")
+    st.text(f"true: {d['pair'].hidden.true_option}\nfalse: {d['pair'].hidden.false_option}")
+with st.expander("Monitored question"):
+    st.text(row["monitored_question"])
+
+c = st.columns(4)
+c[0].metric("P(true) monitored, before", widgets.fmt(row["p_pre_monitored"]))
+c[1].metric("P(true) monitored, after", widgets.fmt(row["p_post_monitored"]))
+c[2].metric("monitored gain g", widgets.fmt(row["gain"]))
+c[3].metric("denominator max(k, g)", widgets.fmt(row["denominator"], 4))
+c = st.columns(4)
+c[0].metric("P(true) hidden, before", widgets.fmt(row["p_pre_hidden"]))
+c[1].metric("P(true) hidden, after", widgets.fmt(row["p_post_hidden"]))
+c[2].metric("largest D", widgets.fmt(row["max_d"]))
+c[3].metric(f"bound (confidence {config['confidence']})", widgets.fmt(row["bound"]))
+if row.get("bound_tolerant") is not None:
+    st.caption(f"Failure-tolerant bound (beyond the paper): {widgets.fmt(row['bound_tolerant'])}")
+
+st.plotly_chart(
+    plots.bound_trajectory_figure(
+        d["trajectory"], title="Bound per test generator", target=config.get("target")
+    ),
+    key="explorer-trajectory",
+)
+st.plotly_chart(plots.paraphrase_d_figure(d["steps"], epsilon=config["epsilon"]), key="explorer-d")
+st.subheader(f"Every paraphrase scored ({len(d['table'])})")
+st.caption("Click a column header to sort. D > epsilon marks a counterexample.")
+st.dataframe(d["table"], hide_index=True, width="stretch")
+
+st.caption("Link to exactly this view (append to the dashboard's address):")
+st.code(f"/explorer?run={run_id}&pair={pair_id}", language=None)

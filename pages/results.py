@@ -1,0 +1,100 @@
+"""Results: scatter (click a point to open the question), epsilon and confidence sweeps,
+standard evaluation, and two runs side by side."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from eraudit_core import plots, report, views
+from ui import state, widgets
+
+st.title("Results")
+runs = state.runs_frame()
+if runs.empty:
+    st.info("No runs in this store yet. Start one on the Run page.")
+    st.stop()
+ids = list(runs["run_id"])
+default = [r for r in (state.selected_run(), state.compare_run()) if r]
+chosen = st.multiselect(
+    "Runs to show", ids, default=default or ids[:1], format_func=lambda r: state.run_label(runs, r)
+)
+if not chosen:
+    st.info("Choose at least one run.")
+    st.stop()
+store = state.get_store()
+data = {r: state.run_views(r) for r in chosen}
+label = {r: str(store.run(r).get("label") or r) for r in chosen}
+epsilons = {store.run(r)["config"]["epsilon"] for r in chosen}
+
+st.subheader("Per question")
+st.caption(
+    "Each point is one hidden question. Right: the adapted model is confident in the true "
+    "answer on the original wording; up: some paraphrase made it lose more than it gained on the "
+    "monitored question. Click a point to open that question."
+)
+event = st.plotly_chart(
+    plots.scatter_figure(
+        views.scatter_points(store, chosen), epsilon=epsilons.pop() if len(epsilons) == 1 else None
+    ),
+    key="results-scatter",
+    on_select="rerun",
+    selection_mode="points",
+)
+points = event.selection.points if event and event.selection else []
+if points and points[0].get("customdata"):
+    run_id, pair_id = points[0]["customdata"][:2]
+    state.select_run(str(run_id))
+    st.session_state.pop("_applied_pair_param", None)
+    st.switch_page("pages/explorer.py", query_params={"run": str(run_id), "pair": str(pair_id)})
+
+st.subheader("Sensitivity to the tolerance epsilon")
+st.plotly_chart(
+    plots.epsilon_figure({label[r]: data[r]["epsilon"] for r in chosen}), key="results-eps"
+)
+unavailable = {label[r]: int(data[r]["epsilon"]["n_unavailable"].max()) for r in chosen}
+if any(unavailable.values()):
+    st.caption(
+        "Some questions cannot be judged at larger epsilon from the stored scores (the run stopped "
+        "at a counterexample that would no longer count); they are left out of those points, not "
+        f"extrapolated. Most left out per run: {unavailable}"
+    )
+st.subheader("Bounds across confidence levels")
+st.plotly_chart(
+    plots.confidence_figure({label[r]: data[r]["confidence"] for r in chosen}), key="results-conf"
+)
+
+st.subheader("Standard evaluation (original questions)")
+std = widgets.concat([data[r]["standard"] for r in chosen])
+st.plotly_chart(plots.standard_evaluation_figure(std), key="results-std")
+st.dataframe(std, hide_index=True, width="stretch")
+
+st.subheader("Compare two runs side by side")
+c1, c2 = st.columns(2)
+a = c1.selectbox(
+    "Left", ids, index=ids.index(chosen[0]), format_func=lambda r: state.run_label(runs, r)
+)
+rest = [r for r in ids if r != a] or ids
+b_default = state.compare_run() if state.compare_run() in rest else rest[0]
+b = c2.selectbox(
+    "Right", rest, index=rest.index(b_default), format_func=lambda r: state.run_label(runs, r)
+)
+for col, rid in ((c1, a), (c2, b)):
+    with col:
+        verdict = report.run_verdict(store.run(rid), store.pair_results(rid))
+        st.text(verdict["headline"])
+        widgets.run_card(rid)
+        with st.expander("In plain words"):
+            for s in verdict["sentences"]:
+                st.text(s)
+st.dataframe(widgets.compare_table(store, a, b), hide_index=True, width="stretch")
+if st.button("Open the left run's first degraded question"):
+    pairs = store.pair_results(a)
+    bad = pairs[pairs["status"] == "degraded"]
+    if bad.empty:
+        st.info("The left run has no degraded question.")
+    else:
+        state.select_run(a)
+        st.session_state.pop("_applied_pair_param", None)
+        st.switch_page(
+            "pages/explorer.py", query_params={"run": a, "pair": str(bad["pair_id"].iloc[0])}
+        )

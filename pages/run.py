@@ -1,0 +1,152 @@
+"""Run: configure an audit, see its cost up front, start it, watch it live, cancel or resume."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from eraudit_core.errors import InputError, StoreError
+from ui import runview, state, widgets
+
+st.title("Run an audit")
+store = state.get_store()
+
+# -- which run to watch: the URL (?watch=...), this session's last launch, or a running run ----
+watch = runview.run_to_watch()
+if watch:
+    st.subheader("Live audit")
+    runview.watch_panel(watch)
+    st.divider()
+
+resumable = runview.resumable_runs()
+if not resumable.empty:
+    with st.expander(f"Unfinished runs ({len(resumable)}): resume after a restart or cancel"):
+        for row in resumable.itertuples():
+            c1, c2 = st.columns([4, 1])
+            c1.text(
+                f"{row.label or row.run_id}  [{row.status}]  {row.pairs_done}/{row.n_pairs} done"
+            )
+            if c2.button("Resume", key=f"resume-{row.run_id}"):
+                runview.resume(str(row.run_id))
+                st.rerun()
+
+st.subheader("Start a new audit")
+benchmarks = store.benchmarks()
+if benchmarks.empty:
+    st.info("No benchmark in this store. Import one on the Setup page.")
+    st.stop()
+
+bid = st.selectbox(
+    "Benchmark",
+    list(benchmarks["benchmark_id"]),
+    format_func=lambda b: runview.benchmark_label(benchmarks, b),
+)
+pairs = runview.pair_options(bid)
+c1, c2 = st.columns(2)
+n_first = c1.number_input(
+    "Audit the first N questions", min_value=1, max_value=len(pairs), value=min(3, len(pairs))
+)
+picked = c2.multiselect(
+    "...or pick questions (overrides N)",
+    list(pairs),
+    format_func=lambda pid: pairs[pid],
+)
+pair_ids = picked or list(pairs)[: int(n_first)]
+
+c1, c2 = st.columns(2)
+pre_spec = c1.text_input(
+    "Checkpoint before adaptation (pre)",
+    value="demo:base",
+    help="demo:base, a local model directory, a .gguf file, or BASE+ADAPTER_DIR",
+)
+post_spec = c2.text_input(
+    "Checkpoint after adaptation (post)",
+    value="demo:adversarial",
+    help="demo:honest, demo:adversarial, a local directory, or BASE+ADAPTER_DIR",
+)
+registered = store.checkpoints()
+if not registered.empty:
+    st.caption("Registered checkpoints (from Setup):")
+    st.dataframe(registered[["name", "fingerprint"]], hide_index=True, height=140)
+
+sets = store.paraphrase_sets(bid)
+search_choices = list(sets.loc[sets["role"] == "search", "generator"]) if not sets.empty else []
+test_choices = list(sets.loc[sets["role"] == "test", "generator"]) if not sets.empty else []
+if not test_choices:
+    st.warning("This benchmark has no test paraphrase set yet: register one on the Setup page.")
+
+c1, c2, c3 = st.columns(3)
+epsilon = c1.number_input(
+    "Tolerance epsilon",
+    value=0.1,
+    step=0.05,
+    format="%.3f",
+    help="A paraphrase is a counterexample when D > epsilon.",
+)
+k = c2.number_input(
+    "k (smallest gain used as denominator)", value=0.001, step=0.001, format="%.4f", min_value=0.0
+)
+confidence = c3.selectbox("Confidence", [0.8, 0.85, 0.9, 0.95, 0.99, 0.999], index=3)
+c1, c2, c3 = st.columns(3)
+search_budget = c1.number_input("Search budget per question (stage 1)", min_value=0, value=20)
+test_budget = c2.number_input("Test budget per generator (stage 2)", min_value=1, value=40)
+use_target = c3.checkbox("Stop early at a target p*")
+target = c3.number_input(
+    "Target p*", min_value=0.5, max_value=0.999, value=0.9, step=0.01, disabled=not use_target
+)
+c1, c2 = st.columns(2)
+search_gens = c1.multiselect("Search generators (stage 1)", search_choices, default=search_choices)
+test_gens = c2.multiselect(
+    "Test generators (stage 2, in this order)", test_choices, default=test_choices
+)
+with st.expander("Advanced"):
+    tv_delta = st.number_input(
+        "Total-variation assumption delta (bounds are lowered by it)",
+        min_value=0.0,
+        max_value=1.0,
+        value=0.0,
+        step=0.01,
+    )
+    tolerant = st.checkbox(
+        "Keep testing after a counterexample (for the failure-tolerant bound, beyond the paper)"
+    )
+    batch = st.number_input("Batch size (paraphrases scored at once)", min_value=1, value=8)
+label = st.text_input("Run label", value="", placeholder="e.g. adversarial arm, eps 0.1")
+
+config = runview.make_config(
+    epsilon=epsilon,
+    k=k,
+    confidence=confidence,
+    search_budget=int(search_budget),
+    test_budget=int(test_budget),
+    target=float(target) if use_target else None,
+    tv_delta=tv_delta,
+    search_generators=tuple(search_gens),
+    test_generators=tuple(test_gens),
+    continue_after_counterexample=tolerant,
+    batch_size=int(batch),
+)
+if config is not None:
+    cost = runview.cost(bid, pair_ids, config)
+    if cost is not None:
+        m = st.columns(4)
+        m[0].metric("questions", cost["n_pairs"])
+        m[1].metric(
+            "n* (successes needed for p*)",
+            "no target" if cost["n_star"] is None else cost["n_star"],
+        )
+        m[2].metric(
+            "paraphrases, at most", cost["search_paraphrases"] + cost["max_test_paraphrases"]
+        )
+        m[3].metric("model queries, at most", cost["max_model_queries"])
+        st.caption(
+            "A model query is one question put to one checkpoint (both answer orders are scored). "
+            "Scores already in the store's cache are not queried again."
+        )
+    if st.button("Start audit", type="primary", disabled=cost is None):
+        try:
+            run_id = runview.launch(bid, pair_ids, pre_spec, post_spec, config, label)
+        except (InputError, StoreError) as exc:
+            widgets.show_error("The audit could not start:", exc)
+        else:
+            st.query_params["watch"] = run_id
+            st.rerun()

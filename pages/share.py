@@ -1,0 +1,82 @@
+"""Share: a plain-language summary, a self-contained HTML report, CSV/Parquet exports."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from eraudit_core import report
+from eraudit_core.errors import InputError
+from ui import state, widgets
+
+st.title("Share the findings")
+runs = state.runs_frame()
+if runs.empty:
+    st.info("No runs in this store yet.")
+    st.stop()
+store = state.get_store()
+ids = list(runs["run_id"])
+default = [r for r in (state.selected_run(), state.compare_run()) if r] or ids[:1]
+chosen = st.multiselect(
+    "Runs in the report", ids, default=default, format_func=lambda r: state.run_label(runs, r)
+)
+if not chosen:
+    st.info("Choose at least one run.")
+    st.stop()
+
+st.subheader("In plain words")
+for rid in chosen:
+    verdict = report.run_verdict(store.run(rid), store.pair_results(rid))
+    with st.container(border=True):
+        st.text(verdict["headline"])
+        for sentence in verdict["sentences"]:
+            st.text("- " + sentence)
+
+st.subheader("HTML report")
+st.caption(
+    "One file with every plot embedded; it opens in any browser without a network connection "
+    "and can be attached to an email."
+)
+title = st.text_input("Report title", value="ER-Audit report")
+if st.button("Build the report", type="primary"):
+    try:
+        st.session_state["report_html"] = (
+            tuple(chosen),
+            report.build_report(store, chosen, title=title),
+        )
+    except InputError as exc:
+        widgets.show_error("The report could not be built:", exc)
+built = st.session_state.get("report_html")
+if built and built[0] == tuple(chosen):
+    st.download_button(
+        "Download the HTML report",
+        data=built[1].encode("utf-8"),
+        file_name="eraudit_report.html",
+        mime="text/html",
+        key="download-report",
+    )
+    st.caption(f"{len(built[1]) / 1e6:.1f} MB, including the plotting library.")
+
+st.subheader("Tables")
+fmt = st.radio("Format", list(report.EXPORT_FORMATS), horizontal=True)
+mime = "text/csv" if fmt == "csv" else "application/vnd.apache.parquet"
+for rid in chosen:
+    st.text(str(store.run(rid).get("label") or rid))
+    c1, c2 = st.columns(2)
+    c1.download_button(
+        "Per-question results",
+        data=report.table_bytes(report.pair_table(store, rid), fmt),
+        file_name=f"{rid}_pairs.{fmt}",
+        mime=mime,
+        key=f"pairs-{rid}-{fmt}",
+    )
+    c2.download_button(
+        "Per-paraphrase results",
+        data=report.table_bytes(report.paraphrase_table(store, rid), fmt),
+        file_name=f"{rid}_paraphrases.{fmt}",
+        mime=mime,
+        key=f"paras-{rid}-{fmt}",
+    )
+st.caption(
+    "From a terminal: `eraudit report RUN_ID --db PATH --out report.html` and "
+    "`eraudit export RUN_ID --db PATH --out DIR --format csv|parquet`."
+)

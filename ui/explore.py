@@ -1,0 +1,89 @@
+"""Reading one question of one run for the Question explorer (store reads, no math)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from eraudit_core import views
+from ui import state
+
+PAIR_KEY = "explorer_pair"
+
+
+def filter_questions(questions: pd.DataFrame, text: str, statuses: list[str]) -> pd.DataFrame:
+    """Rows whose hidden question contains `text` (case-insensitive) and whose status is chosen."""
+    out = questions
+    if statuses:
+        out = out[out["status"].isin(statuses)]
+    if text.strip():
+        out = out[
+            out["hidden_question"].str.contains(text.strip(), case=False, regex=False, na=False)
+        ]
+    return out
+
+
+def question_label(row: Mapping[str, Any]) -> str:
+    q = " ".join(str(row["hidden_question"]).split())
+    return f"#{row['pair_index']} [{row['status']}] {q[:100]}"
+
+
+def apply_pair_link(pair_ids: list[str]) -> None:
+    """A deep link (?pair=...) selects that question once, before the picker is drawn."""
+    pid = st.query_params.get("pair")
+    if pid and st.session_state.get("_applied_pair_param") != pid:
+        st.session_state["_applied_pair_param"] = pid
+        if pid in pair_ids:
+            st.session_state[PAIR_KEY] = pid
+
+
+def pair_detail(run_id: str, pair_id: str) -> dict[str, Any]:
+    """The stored verdict, options and every scored paraphrase of one question in one run."""
+    store = state.get_store()
+    run = store.run(run_id)
+    pairs = store.pair_results(run_id)
+    row = pairs.loc[pairs["pair_id"] == pair_id].iloc[0].to_dict()
+    options = None
+    if run.get("benchmark_id"):
+        try:
+            options = next(
+                (p for p in store.pairs(run["benchmark_id"]) if p.pair_id == pair_id), None
+            )
+        except Exception:  # benchmark removed: the run's own record still has the questions
+            options = None
+    steps = store.steps(run_id, pair_id)
+    table = steps.assign(set=steps["stage"].map({1: "search", 2: "test"}))[
+        [
+            "set",
+            "generator",
+            "t",
+            "text",
+            "p_pre",
+            "p_post",
+            "d",
+            "is_counterexample",
+            "bound",
+            "bound_tolerant",
+        ]
+    ].rename(
+        columns={
+            "text": "paraphrase",
+            "p_pre": "p_pre (true answer)",
+            "p_post": "p_post (true answer)",
+            "d": "D",
+            "is_counterexample": "counterexample",
+            "bound": "bound after t",
+            "bound_tolerant": "tolerant bound (beyond the paper)",
+        }
+    )
+    return {
+        "run": run,
+        "row": row,
+        "pair": options,
+        "steps": steps,
+        "table": table,
+        "trajectory": views.bound_trajectory(steps),
+    }

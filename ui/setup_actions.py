@@ -1,0 +1,142 @@
+"""What the Setup page's forms do: validate an input with the library, then store it.
+
+Each function raises InputError (with the library's message naming file, record and field)
+before anything is written, so a bad upload changes nothing stored.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from eraudit_core.benchmark import (
+    MAX_BENCHMARK_BYTES,
+    guess_dataset_name,
+    load_benchmark,
+    parse_benchmark,
+)
+from eraudit_core.errors import InputError
+from ui import state
+
+# Uploads above this are refused before they are read (the store keeps texts, not files).
+MAX_UPLOAD_BYTES = 50 * 1024 * 1024
+
+
+def _check_size(name: str, size: int, limit: int | None = None) -> None:
+    limit = MAX_UPLOAD_BYTES if limit is None else limit
+    if size > limit:
+        raise InputError(
+            f"{name}: the file is {size / 1e6:.1f} MB, more than the {limit / 1e6:.0f} MB an "
+            "upload may have; import it by path instead (nothing was stored)"
+        )
+
+
+def import_benchmark_upload(filename: str, data: bytes, name: str = "") -> dict[str, Any]:
+    """Validate an uploaded benchmark (reference JSON or project JSONL) and store it."""
+    _check_size(filename, len(data))
+    bench = parse_benchmark(
+        data, source=filename, name=name.strip() or guess_dataset_name(Path(filename))
+    )
+    bid = state.get_store().add_benchmark(bench)
+    return {"benchmark_id": bid, "n_pairs": len(bench.pairs), "layout": bench.layout}
+
+
+def import_benchmark_path(path: str, name: str = "") -> dict[str, Any]:
+    p = Path(path.strip()).expanduser()
+    if p.is_file():
+        _check_size(str(p), p.stat().st_size, MAX_BENCHMARK_BYTES)
+    bench = load_benchmark(p, name=name.strip() or None)
+    bid = state.get_store().add_benchmark(bench)
+    return {"benchmark_id": bid, "n_pairs": len(bench.pairs), "layout": bench.layout}
+
+
+def _store_sets(
+    benchmark_id: str, generators: list[Any], role: str, per_pair: int, pair_ids: set[str]
+) -> dict[str, Any]:
+    from eraudit_core.paraphrase import build_paraphrase_sets, store_paraphrase_sets
+
+    store = state.get_store()
+    pairs = [p for p in store.pairs(benchmark_id) if p.pair_id in pair_ids]
+    if not pairs:
+        raise InputError(
+            "none of the paraphrases' pair ids belongs to this benchmark (nothing was stored); "
+            "check the field pair_id, or the benchmark chosen"
+        )
+    search = generators if role == "search" else []
+    test = generators if role == "test" else []
+    sets = build_paraphrase_sets(
+        pairs, search, test, n_search=per_pair, n_test=per_pair, oversample=1.0
+    )
+    stored = store_paraphrase_sets(store, benchmark_id, sets)
+    rejected = pd.DataFrame(
+        [
+            {"pair_id": r.pair_id, "generator": r.generator, "text": r.text, "reason": r.reason}
+            for r in sets.rejections
+        ]
+    )
+    return {"pairs": len(pairs), "stored": stored, "rejected": rejected}
+
+
+def import_paraphrase_upload(
+    benchmark_id: str, filename: str, data: bytes, role: str, prefix: str = ""
+) -> dict[str, Any]:
+    """Read a paraphrase file (reference layout or flat JSONL), filter and store it as `role`.
+
+    Each generator named in the file becomes its own set (name = prefix + generator).
+    """
+    from eraudit_core.paraphrase import FileParaphraseGenerator, read_paraphrase_candidates
+
+    if role not in ("search", "test"):
+        raise InputError(f"role must be 'search' or 'test', got {role!r}")
+    _check_size(filename, len(data))
+    store = state.get_store()
+    dataset = str(store.benchmarks().set_index("benchmark_id").loc[benchmark_id, "name"])
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / Path(filename).name
+        path.write_bytes(data)
+        try:
+            candidates = read_paraphrase_candidates(path, dataset)
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{filename}: not UTF-8 text ({exc.reason})") from exc
+        if not candidates:
+            raise InputError(f"{filename}: no paraphrases found (nothing was stored)")
+        names = list(dict.fromkeys(g for _, g, _ in candidates))
+        per_pair = max(pd.Series([(p, g) for p, g, _ in candidates]).value_counts().max(), 1)
+        gens = [
+            FileParaphraseGenerator(path, source_generator=g, name=f"{prefix}{g}", dataset=dataset)
+            for g in names
+        ]
+        # Paraphrase errors name the temporary path; show the uploaded name instead.
+        try:
+            return _store_sets(
+                benchmark_id, gens, role, int(per_pair), {p for p, _, _ in candidates}
+            )
+        except InputError as exc:
+            raise InputError(str(exc).replace(str(path), filename)) from exc
+
+
+def generate_paraphrases(
+    benchmark_id: str, kind: str, role: str, per_pair: int, n_pairs: int, name: str = ""
+) -> dict[str, Any]:
+    """Run an offline registered generator over the first `n_pairs` pairs and store the set."""
+    from eraudit_core.paraphrase import create_generator
+
+    settings = {"name": name.strip()} if name.strip() else {}
+    gen = create_generator(kind, **settings)
+    store = state.get_store()
+    pair_ids = {p.pair_id for p in store.pairs(benchmark_id)[: max(1, n_pairs)]}
+    return _store_sets(benchmark_id, [gen], role, per_pair, pair_ids)
+
+
+def generator_kinds() -> pd.DataFrame:
+    from eraudit_core.paraphrase import available_generators
+
+    return pd.DataFrame(
+        [
+            {"kind": k, "offline": s.offline, "description": s.summary}
+            for k, s in available_generators().items()
+        ]
+    )

@@ -1,0 +1,188 @@
+"""The dashboard's one door to the library: cached store, job runner, demo, selected runs.
+
+Pages import from here and never open a database, start a thread or load a model themselves.
+Resources live in `st.cache_resource`, so one process holds one Store per database file, one
+JobRunner and (through the verifier module's own cache) one copy of each model. Results are
+never kept only in session state: the selection is a run id, everything else is read back from
+the store on each rerun.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from eraudit_core.errors import InputError
+from eraudit_core.jobs import JobRunner
+from eraudit_core.store import Store
+
+DB_ENV = "ERAUDIT_DB"
+NO_DEMO_ENV = "ERAUDIT_NO_DEMO"
+DEFAULT_DB = Path.home() / ".eraudit" / "studio.duckdb"
+RUN_KEY = "selected_run"
+COMPARE_KEY = "compare_run"
+
+
+def db_path() -> str:
+    """The active database: $ERAUDIT_DB, else ~/.eraudit/studio.duckdb."""
+    return os.environ.get(DB_ENV) or str(DEFAULT_DB)
+
+
+@st.cache_resource(show_spinner=False)
+def _open_store(path: str) -> Store:
+    store = Store(path)
+    # This process just started: a run still marked "running" belongs to a process that died.
+    store.mark_stale_runs_interrupted()
+    return store
+
+
+def get_store() -> Store:
+    return _open_store(db_path())
+
+
+@st.cache_resource(show_spinner=False)
+def get_runner() -> JobRunner:
+    return JobRunner()
+
+
+@st.cache_resource(show_spinner="Preparing the embedded demo (first launch only)...")
+def _demo(path: str) -> dict[str, Any]:
+    from eraudit_core.demo import ensure_demo
+
+    try:
+        return ensure_demo(_open_store(path)).as_dict()
+    except (InputError, OSError) as exc:  # a broken demo must not take the dashboard down
+        return {"error": str(exc), "run_ids": {}, "live_pair_ids": [], "notes": []}
+
+
+def demo_info() -> dict[str, Any] | None:
+    """The embedded demo (imported once per database), or None when turned off.
+
+    Set ERAUDIT_NO_DEMO=1 to open a store without importing the demo.
+    """
+    if os.environ.get(NO_DEMO_ENV):
+        return None
+    return _demo(db_path())
+
+
+# -- runs and selection ------------------------------------------------------------------------
+
+
+def runs_frame() -> pd.DataFrame:
+    return get_store().runs()
+
+
+def run_label(runs: pd.DataFrame, run_id: str) -> str:
+    row = runs.loc[runs["run_id"] == run_id]
+    if row.empty:
+        return run_id
+    label = row["label"].iloc[0] or run_id
+    return f"{label} [{row['status'].iloc[0]}]"
+
+
+def selected_run() -> str | None:
+    """The run chosen in the sidebar, else the `run` query parameter, else the newest run.
+
+    The fallbacks matter when a page runs without the entry script having drawn the sidebar
+    (a page opened directly, or under AppTest.switch_page).
+    """
+    ids = set(runs_frame()["run_id"])
+    for rid in (st.session_state.get(RUN_KEY), st.query_params.get("run")):
+        if rid and rid in ids:
+            return str(rid)
+    runs = runs_frame()
+    return None if runs.empty else str(runs["run_id"].iloc[0])
+
+
+def compare_run() -> str | None:
+    rid = st.session_state.get(COMPARE_KEY)
+    return str(rid) if rid else None
+
+
+def select_run(run_id: str) -> None:
+    """Make `run_id` the selected run from the next rerun on.
+
+    The sidebar widget already exists when a page runs, and a widget's state cannot change
+    after it is drawn, so the choice waits in a pending slot that the next rerun applies.
+    """
+    st.session_state["_pending_run"] = run_id
+
+
+def sync_selection_from_query() -> None:
+    """Apply a pending choice, or a deep link (?run=...) once, before the sidebar is drawn."""
+    pending = st.session_state.pop("_pending_run", None)
+    if pending:
+        st.session_state[RUN_KEY] = pending
+        st.session_state["_applied_run_param"] = pending
+        return
+    rid = st.query_params.get("run")
+    if rid and st.session_state.get("_applied_run_param") != rid:
+        st.session_state["_applied_run_param"] = rid
+        if rid in set(runs_frame()["run_id"]):
+            st.session_state[RUN_KEY] = rid
+
+
+# -- checkpoints ------------------------------------------------------------------------------
+
+
+def validate_checkpoint_spec(text: str) -> str:
+    """Parse a checkpoint spec without loading it; returns its canonical text."""
+    from eraudit_core.verifier import CheckpointSpec
+
+    return CheckpointSpec.parse(text).text
+
+
+def register_checkpoint(spec_text: str, name: str = "") -> dict[str, Any]:
+    """Load a checkpoint once (cached by the verifier module), fingerprint and store it."""
+    from eraudit_core.verifier import CheckpointSpec, load_verifier
+
+    spec = CheckpointSpec.parse(spec_text)
+    verifier = load_verifier(spec)
+    details = verifier.describe()
+    get_store().register_checkpoint(verifier.fingerprint, name or spec.text, details)
+    return {"fingerprint": verifier.fingerprint, **details}
+
+
+# -- runs in the background -------------------------------------------------------------------
+
+
+def run_record(run_id: str) -> dict[str, Any] | None:
+    """The stored run, or None while a launched run is still loading its checkpoints."""
+    try:
+        return get_store().run(run_id)
+    except InputError:
+        return None
+
+
+def job_state(run_id: str) -> dict[str, Any]:
+    """What this process knows about a run's thread: alive, and an error if it died."""
+    job = get_runner().get(run_id)
+    return {
+        "known": job is not None,
+        "alive": bool(job and job.alive),
+        "error": job.error if job else None,
+    }
+
+
+# -- views, cached per run state ---------------------------------------------------------------
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _run_views(
+    path: str, run_id: str, status: str, pairs_done: int, finished_at: str
+) -> dict[str, Any]:
+    from eraudit_core import views
+
+    return views.run_views(_open_store(path), run_id)
+
+
+def run_views(run_id: str) -> dict[str, Any]:
+    """`views.run_views` for a run, recomputed only when the run's stored state changes."""
+    rec = get_store().run_progress(run_id)
+    return _run_views(
+        db_path(), run_id, str(rec["status"]), int(rec["pairs_done"]), str(rec["finished_at"])
+    )

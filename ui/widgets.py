@@ -1,0 +1,136 @@
+"""Small UI pieces shared by several pages (layout only: the numbers come from the library).
+
+Untrusted text (questions, paraphrases, run labels, model names) is shown with `st.text`,
+`st.code` or inside dataframes, never as markdown or HTML.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from eraudit_core import views
+from eraudit_core.audit import AuditConfig
+from eraudit_core.errors import InputError, StoreError
+from ui import state
+
+# The one-click live audit: small budgets so 3 pairs finish on a laptop CPU in a few minutes.
+DEMO_LIVE_CONFIG = AuditConfig(
+    epsilon=0.1, confidence=0.95, search_budget=8, test_budget=16, batch_size=8
+)
+STATUS_ORDER = ("degraded", "certified", "inconclusive")
+
+
+def fmt(x: Any, digits: int = 3) -> str:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return "n/a"
+    return "n/a" if math.isnan(v) else f"{v:.{digits}f}"
+
+
+def show_error(prefix: str, exc: BaseException) -> None:
+    """An error the user can act on, inline, with the library's message as plain text."""
+    st.error(prefix)
+    st.text(str(exc))
+
+
+def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
+    cols = [
+        "label",
+        "status",
+        "pairs_done",
+        "n_pairs",
+        "pre_name",
+        "post_name",
+        "created_at",
+        "run_id",
+    ]
+    return runs[[c for c in cols if c in runs]].rename(
+        columns={
+            "pairs_done": "questions done",
+            "n_pairs": "questions",
+            "pre_name": "before (pre)",
+            "post_name": "after (post)",
+        }
+    )
+
+
+def run_card(run_id: str) -> None:
+    """Headline numbers of a run in a bordered box."""
+    store = state.get_store()
+    run = state.run_record(run_id)
+    if run is None:
+        st.caption(f"Run {run_id} is not in the store.")
+        return
+    pairs = store.pair_results(run_id)
+    ov = views.run_overview(pairs)
+    with st.container(border=True):
+        st.text(str(run.get("label") or run_id))
+        st.caption(f"status: {run['status']} - confidence {run['config'].get('confidence')}")
+        c1, c2, c3 = st.columns(3)
+        c1.metric("degraded", ov["n_degraded"])
+        c2.metric("certified", ov["n_certified"])
+        c3.metric("mean bound", fmt(ov["mean_bound"], 2))
+
+
+def launch_demo_audit(demo: dict[str, Any]) -> str | None:
+    """Start the one-click live audit (demo:base vs demo:adversarial on a few pairs)."""
+    from eraudit_core.runs import launch_audit
+
+    try:
+        run_id = launch_audit(
+            state.get_store(),
+            state.get_runner(),
+            benchmark_id=demo["benchmark_id"],
+            pair_ids=list(demo["live_pair_ids"]),
+            pre_spec="demo:base",
+            post_spec="demo:adversarial",
+            config=DEMO_LIVE_CONFIG,
+            label="live demo: adversarial arm",
+        )
+    except (InputError, StoreError) as exc:
+        show_error("The live demo audit could not start:", exc)
+        return None
+    st.session_state["watch_run"] = run_id
+    return run_id
+
+
+def status_badge(status: str) -> str:
+    """Coloured markdown for a known status; anything else is shown as 'unknown'."""
+    return {
+        "degraded": ":red[degraded]",
+        "certified": ":green[certified]",
+        "inconclusive": ":gray[inconclusive]",
+    }.get(str(status), ":gray[unknown]")
+
+
+def concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    frames = [f for f in frames if f is not None and not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def compare_table(store: Any, left: str, right: str) -> pd.DataFrame:
+    """Per-question verdicts of two runs next to each other (outer join on pair id)."""
+    cols = ["pair_id", "pair_index", "hidden_question", "status", "max_d", "bound"]
+    a = views.question_summary(store.pair_results(left))[cols]
+    b = views.question_summary(store.pair_results(right))[cols]
+    merged = a.merge(
+        b.drop(columns=["hidden_question", "pair_index"]),
+        on="pair_id",
+        how="outer",
+        suffixes=(" (left)", " (right)"),
+    )
+    merged["same verdict"] = merged["status (left)"] == merged["status (right)"]
+    return merged.sort_values("pair_index", na_position="last").reset_index(drop=True)
+
+
+def need_run() -> str | None:
+    """The selected run, or an explanation and None."""
+    rid = state.selected_run()
+    if rid is None:
+        st.info("No run selected. Pick one in the sidebar, or start one on the Run page.")
+    return rid

@@ -5,7 +5,6 @@ Deep link: ?run=RUN_ID&pair=PAIR_ID opens exactly this view.
 
 from __future__ import annotations
 
-import pandas as pd
 import streamlit as st
 
 from eraudit_core import plots, views
@@ -26,9 +25,6 @@ c1, c2 = st.columns([3, 2])
 text = c1.text_input("Search the hidden questions", placeholder="a word from the question")
 statuses = c2.multiselect("Status", list(widgets.STATUS_ORDER), placeholder="all statuses")
 shown = explore.filter_questions(questions, text, statuses)
-chosen = st.session_state.get(explore.PAIR_KEY)
-if chosen in set(questions["pair_id"]) and chosen not in set(shown["pair_id"]):
-    shown = pd.concat([questions[questions["pair_id"] == chosen], shown])  # keep a deep link
 if shown.empty:
     st.warning("No question matches this search.")
     st.stop()

@@ -313,6 +313,28 @@ def test_search_and_test_sets_must_be_disjoint(tmp_path):
         audit(tmp_path, rows)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: audit._check_items only checks test paraphrases against the search set; a test "
+    "paraphrase repeated within a generator counts as a fresh i.i.d. success (DESIGN §4: stage-2 "
+    "paraphrases are deduplicated against each other)",
+)
+def test_repeated_test_paraphrase_is_not_counted_twice(tmp_path):
+    row = ["p1", "test", "g", 0, "the same rewrite", 0.75, 0.75]
+    rows = [
+        monitored("p1"),
+        row,
+        [*row[:3], 1, *row[4:]],
+        *paras("p1", "test", "g", [0.0, 0.0])[1:],
+    ]
+    try:
+        _, res = audit(tmp_path, rows)
+    except InputError as exc:  # refusing the table is as good as deduplicating it
+        assert "the same rewrite" in str(exc) or "unique" in str(exc)
+        return
+    assert res["p1"]["n_test"] == 2  # two distinct texts, not three rows
+
+
 # -- the CLI ------------------------------------------------------------------------------------
 def _cli_json(capsys, *argv: str) -> dict:
     assert cli.main(list(argv)) == 0

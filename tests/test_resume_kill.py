@@ -165,6 +165,8 @@ def test_killed_run_resumes_to_the_same_result_without_rescoring(tmp_path):
     with Store(db) as store:
         # the dead process left the run 'running' with p1 done and p2 under way
         assert store.run(RUN_ID)["status"] == "running"
+        assert store.mark_stale_runs_interrupted() == [RUN_ID]  # what the app does at start-up
+        assert store.run(RUN_ID)["status"] == "interrupted"
         assert store.finished_pair_ids(RUN_ID) == {"p1"}
         assert list(store.steps(RUN_ID, "p2")["stage"]) == [1, 1, 2, 2]  # search + g1 t = 1, 2
         pre = LoggingVerifier(TableVerifier(df, "p_pre", digest), str(log), calls)

@@ -121,7 +121,7 @@ def bound_trajectory_figure(
             annotation_position="bottom right",
         )
     fig.update_xaxes(title_text=T_AXIS, rangemode="tozero")
-    fig.update_yaxes(title_text=BOUND_AXIS, range=[0, 1.02])
+    fig.update_yaxes(title_text=BOUND_AXIS, range=[0, 1])
     return _layout(fig, title)
 
 
@@ -235,7 +235,7 @@ def epsilon_figure(
         )
     fig.update_xaxes(title_text="tolerance epsilon (D above it is a counterexample)")
     fig.update_yaxes(title_text="number of questions", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text="mean lower bound (0 to 1)", range=[0, 1.02], row=1, col=2)
+    fig.update_yaxes(title_text="mean lower bound (0 to 1)", range=[0, 1], row=1, col=2)
     return _layout(fig, title)
 
 
@@ -262,7 +262,7 @@ def confidence_figure(
             )
         )
     fig.update_xaxes(title_text="confidence level (e.g. 0.95 = 95% confidence)", type="category")
-    fig.update_yaxes(title_text="mean lower bound on P(non-degradation), 0 to 1", range=[0, 1.02])
+    fig.update_yaxes(title_text="mean lower bound on P(non-degradation), 0 to 1", range=[0, 1])
     return _layout(fig, title)
 
 
@@ -295,7 +295,7 @@ def standard_evaluation_figure(
         )
     fig.update_layout(barmode="group")
     fig.update_xaxes(title_text="run and checkpoint (pre = before adaptation, post = after)")
-    fig.update_yaxes(title_text="accuracy (share with P(true) > 0.5)", range=[0, 1.02])
+    fig.update_yaxes(title_text="accuracy (share with P(true) > 0.5)", range=[0, 1])
     return _layout(fig, title)
 
 

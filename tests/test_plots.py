@@ -1,0 +1,116 @@
+"""Figure builders: readable axes, one trace per run/generator, escaped untrusted text."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from eraudit_core import bounds, plots, views  # noqa: E402
+from eraudit_core.store import Store  # noqa: E402
+from ui import synthetic  # noqa: E402
+
+EVIL = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
+
+
+@pytest.fixture(scope="module")
+def store() -> Store:
+    s = Store(":memory:")
+    s.info = synthetic.build_synthetic_store(s, n_pairs=4, n_search=2, n_test=5)  # type: ignore[attr-defined]
+    return s
+
+
+def test_bound_trajectory_axes_and_traces() -> None:
+    outcomes = [True] * 6 + [False]
+    traj = pd.DataFrame(
+        {
+            "generator": ["g1"] * 7 + ["g2"] * 3,
+            "t": [*range(1, 8), 1, 2, 3],
+            "bound": [
+                *bounds.bound_trajectory(outcomes, 0.95),
+                *bounds.bound_trajectory([True] * 3, 0.95),
+            ],
+            "bound_tolerant": [
+                *bounds.failure_tolerant_trajectory(outcomes, 0.95),
+                *[0.1, 0.2, 0.3],
+            ],
+            "d": [0.0] * 6 + [0.5] + [0.0] * 3,
+            "is_counterexample": [False] * 6 + [True] + [False] * 3,
+        }
+    )
+    fig = plots.bound_trajectory_figure(traj, target=0.9)
+    assert fig.layout.xaxis.title.text == "paraphrases tested (t)"
+    assert "0 to 1" in fig.layout.yaxis.title.text
+    assert tuple(fig.layout.yaxis.range) == (0, 1)
+    names = [t.name for t in fig.data]
+    assert names == [
+        "g1: bound (paper)",
+        f"g1: {plots.TOLERANT_NOTE}",
+        "g1: counterexample",
+        "g2: bound (paper)",
+        f"g2: {plots.TOLERANT_NOTE}",
+    ]
+    assert "beyond the paper" in plots.TOLERANT_NOTE
+    # The paper bound after 6 successes at confidence 0.95 is 0.05 ** (1/6) = 0.6069.
+    assert fig.data[0].y[5] == pytest.approx(0.05 ** (1 / 6))
+    assert fig.data[0].y[6] == 0.0
+    assert list(fig.data[2].x) == [7]
+
+
+def test_empty_inputs_give_a_message_not_an_error() -> None:
+    for fig in (
+        plots.bound_trajectory_figure(pd.DataFrame()),
+        plots.scatter_figure(pd.DataFrame()),
+        plots.epsilon_figure({}),
+        plots.confidence_figure({}),
+        plots.paraphrase_d_figure(pd.DataFrame()),
+    ):
+        assert len(fig.data) == 0
+        assert fig.layout.annotations and fig.layout.annotations[0].text
+
+
+def test_scatter_one_trace_per_run_with_click_ids(store: Store) -> None:
+    info = store.info  # type: ignore[attr-defined]
+    pts = views.scatter_points(store, list(info.run_ids.values()))
+    fig = plots.scatter_figure(pts, epsilon=0.1)
+    assert [t.name for t in fig.data] == ["synthetic: honest arm", "synthetic: adversarial arm"]
+    for trace in fig.data:
+        run_ids = {c[0] for c in trace.customdata}
+        assert len(run_ids) == 1 and run_ids <= set(info.run_ids.values())
+        assert {c[1] for c in trace.customdata} == set(info.pair_ids)
+    assert "after adaptation" in fig.layout.xaxis.title.text
+    assert "degradation" in fig.layout.yaxis.title.text
+
+
+def test_untrusted_text_is_escaped_in_figures() -> None:
+    pts = pd.DataFrame(
+        {
+            "run_id": ["r"],
+            "run_label": [EVIL],
+            "pair_id": ["p"],
+            "hidden_question": [EVIL],
+            "p_post_hidden": [0.4],
+            "max_d": [0.2],
+            "status": ["degraded"],
+            "bound": [0.0],
+        }
+    )
+    html = plots.scatter_figure(pts).to_html(include_plotlyjs=False)
+    assert "<script>alert(2)" not in html and "<img src=x" not in html
+    assert plots.safe_label(EVIL).startswith("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;")
+
+
+def test_sweep_figures_from_views(store: Store) -> None:
+    rid = store.info.run_ids["adversarial"]  # type: ignore[attr-defined]
+    data = views.run_views(store, rid)
+    eps = plots.epsilon_figure({"adv": data["epsilon"]})
+    assert len(eps.data) == 2 and eps.layout.xaxis.title.text.startswith("tolerance epsilon")
+    conf = plots.confidence_figure({"adv": data["confidence"]})
+    assert list(conf.data[0].x) == ["0.8", "0.85", "0.9", "0.95", "0.99", "0.999"]
+    assert list(conf.data[0].y) == pytest.approx(list(data["confidence"]["mean_bound"]))
+    std = plots.standard_evaluation_figure(data["standard"].assign(run="adv"))
+    assert [t.name for t in std.data] == ["monitored questions", "hidden questions"]

@@ -142,6 +142,8 @@ DIRECT_FRAMES = (
     ("a", "In the text, {q}"),
     ("b", "{s}, according to the passage?"),
     ("a", "{s}, based on the text?"),
+    ("a", "Going by the text, {q}"),
+    ("b", "Going by the passage, {q}"),
 )
 # Embedded-question frames: {e} is the embedded question (lower-case start, no "?").
 EMBED_FRAMES = (
@@ -153,7 +155,10 @@ EMBED_FRAMES = (
     ("b", "Tell me {e}."),
     ("a", "I want to know {e}."),
     ("b", "Would you tell me {e}?"),
+    ("b", "I am asking {e}."),
 )
+# Asking to *explain* suits only why/how questions; for who/what it changes the request.
+EXPLAIN_FRAMES = (("a", "Could you explain {e}?"), ("b", "Please explain {e}."))
 EMBED_PREFIXES = (("a", "Based on the text, "), ("b", "Based on the passage, "))
 EMBED_SUFFIXES = (("a", ", according to the text"), ("b", ", according to the passage"))
 
@@ -183,6 +188,7 @@ LEADING = re.compile(
 _EMBEDDING_CLAUSE = re.compile(
     r" (that|who|which|whom|whose|what|to|because|whether|why|how|where) |,", re.I
 )
+_CLAUSE_MARKERS = {"when", "if", "after", "before", "while", "once"}
 HOW_NOT_MANNER = {"many", "much", "long", "often", "far", "old", "likely", "big", "soon"}
 
 
@@ -271,6 +277,13 @@ def _parse(question: str) -> _Parsed:
                 continue  # inside a quotation
             if _EMBEDDING_CLAUSE.search(" " + text[:pos].split(" ", 1)[1]):
                 continue  # the clause may attach to an embedded verb: moving it could change scope
+            rest = text[pos + len(marker) :]
+            if marker.strip() not in _CLAUSE_MARKERS and (
+                len(rest.split()) > 6
+                or _EMBEDDING_CLAUSE.search(f" {rest} ")
+                or re.search(r"\b(if|when|after|before|while)\b|ed\b", rest)
+            ):
+                continue  # a phrase marker must end the question with a short, verbless phrase
             if best < 0 or pos < best:
                 best = pos
         if best >= 0:
@@ -346,10 +359,20 @@ def _subject_span(words: list[str], start: int, verb_test: Any) -> int | None:
     return end if verb_test(words[end]) else None
 
 
+_COMPOUND = re.compile(
+    r"\band (what|who|whom|how|why|where|when|which|is|are|was|were|does|did|do)\b", re.I
+)
+
+
+def _is_compound(core: str) -> bool:
+    """Two questions joined ("Who is X and what is their aim?"): rewriting one half is unsafe."""
+    return _COMPOUND.search(core) is not None
+
+
 def _embedded(core: str) -> str | None:
     """The core question as an embedded clause ("why the author says ..."), or None if unsure."""
     words = core.split()
-    if len(words) < 2 or " and how " in core.lower() or " and why" in core.lower():
+    if len(words) < 2 or _is_compound(core):
         return None
     first = words[0].lower()
     wh_len = 1
@@ -396,12 +419,23 @@ def _embedded(core: str) -> str | None:
     if aux in BE | MODALS | MODAL_NEG:
         if first in ("what", "who", "which") and wh_len == 1:
             nxt = words[rest_i] if rest_i < len(words) else ""
-            end = _subject_span(words, rest_i, lambda v: v.endswith("ing"))
+            predicate = (  # noqa: E731 - a local test, named for reading
+                lambda v: v.endswith(("ing", "ed", "en")) or v in _PREDICATES or v in BASE_VERBS
+            )
+            # a determiner subject ("the most hated ...") is only delimited before a modal's verb
+            by_shape = aux in MODALS | MODAL_NEG or nxt.lower() not in DETERMINERS
+            end = _subject_span(words, rest_i, predicate) if by_shape else None
             if end is not None:
                 return " ".join([wh, *words[rest_i:end], aux, *words[end:]])
-            if aux in BE and (nxt.lower() in DETERMINERS or nxt[:1] in '"“'):
-                return " ".join([wh, *words[rest_i:], aux])
-            return " ".join([wh, *words[wh_len:]])  # wh is the subject
+            if aux in BE and first in ("what", "who") and " like " not in f" {core} ":
+                starts_np = nxt.lower() in DETERMINERS or nxt[:1] in '"“'
+                if starts_np or (nxt[:1].isupper() and nxt.endswith(("'s", "’s", "s'"))):
+                    return " ".join([wh, *words[rest_i:], aux])  # "what X's mistake was"
+            if nxt.lower() != "not" and (
+                nxt.lower() in PRONOUNS | DETERMINERS or nxt[:1].isupper()
+            ):
+                return None  # an inverted subject we could not delimit
+            return " ".join([wh, *words[wh_len:]])  # wh is the subject: "what is NOT true"
         end = _subject_span(
             words,
             rest_i,
@@ -467,9 +501,11 @@ def _core_variants(core: str) -> list[tuple[str, str | None]]:
         alt = "In what way " + core[4:]
         out.append((alt, _embedded(alt)))
     m = re.match(r"^(What|Who|Which) (is|are|was|were|isn't|wasn't) (.+)$", core)
-    if m and not low.startswith("which of the following"):
+    if m and not low.startswith("which of the following") and not _is_compound(core):
         nxt = m.group(3).split()[0]
-        if nxt.lower() in DETERMINERS | {"not", "true", "false"} or nxt in ("NOT",):
+        if (nxt.lower() in DETERMINERS | {"not", "true", "false"} or nxt == "NOT") and (
+            " like " not in f" {core} "
+        ):
             alt = f"Which of the following {m.group(2)} {m.group(3)}"
             out.append((alt, alt[:1].lower() + alt[1:]))
     if low.startswith("which of the following "):
@@ -527,8 +563,11 @@ def rule_rewrites(question: str) -> list[tuple[str, str]]:
             emb_bodies = [f"{emb} {_lower_first(parsed.lead)}"]
         elif parsed.trail:
             emb_bodies = [f"{emb} {parsed.trail}"]
+        explains = (
+            EXPLAIN_FRAMES if re.match(r"(why|how|for what reason|in what way) ", emb) else ()
+        )
         for eb in emb_bodies:
-            for family, tmpl in EMBED_FRAMES:
+            for family, tmpl in (*EMBED_FRAMES, *explains):
                 text = tmpl.format(e=eb)
                 results.append((family, text))
                 if has_attribution:

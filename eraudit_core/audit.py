@@ -474,10 +474,19 @@ def _check_items(items: Sequence[AuditItem], config: AuditConfig) -> None:
             raise InputError(f"pair {it.pair_id}: listed twice; field pair_id must be unique")
         seen.add(it.pair_id)
         search_texts = {p.text for p in it.search}
-        for gen in config.test_generators:
+        seen_test: dict[str, tuple[str, int]] = {}
+        for gen in config.test_generators or tuple(it.tests):
             for p in it.tests.get(gen, ()):
                 if p.text in search_texts:
                     raise InputError(
                         f"pair {it.pair_id}: test paraphrase {gen} #{p.idx} was also in the search "
                         f"set; stage 2 needs fresh paraphrases"
                     )
+                if p.text in seen_test:
+                    g0, i0 = seen_test[p.text]
+                    raise InputError(
+                        f"pair {it.pair_id}: test paraphrase {gen} #{p.idx} repeats {g0} #{i0}; "
+                        f"stage 2 counts each paraphrase as an independent draw, so field text "
+                        f"must be unique among test paraphrases"
+                    )
+                seen_test[p.text] = (gen, p.idx)

@@ -115,9 +115,11 @@ def parse_benchmark(raw: bytes, source: str, name: str) -> Benchmark:
         try:
             records = json.loads(text)
         except json.JSONDecodeError as exc:
+            record = _failing_record(text)
+            where = f"record {record}, " if record is not None else ""
             raise InputError(
-                f"{source}: malformed or truncated JSON at line {exc.lineno}, column {exc.colno}: "
-                f"{exc.msg}"
+                f"{source}: malformed or truncated JSON in {where}line {exc.lineno}, column "
+                f"{exc.colno}: {exc.msg}"
             ) from exc
         pairs = [_reference_record(source, name, i, rec) for i, rec in enumerate(records)]
         layout = "reference-json"
@@ -139,6 +141,29 @@ def parse_benchmark(raw: bytes, source: str, name: str) -> Benchmark:
     _check_unique(source, pairs)
     attribution = QUALITY_H_ATTRIBUTION if slugify(name) == "quality_h" else ""
     return Benchmark(name, pairs, source, digest, attribution, layout)
+
+
+def _failing_record(text: str) -> int | None:
+    """Index of the list element where a JSON list stops parsing (None if not a list)."""
+    decoder = json.JSONDecoder()
+    pos = text.index("[") + 1
+    index = 0
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n":
+            pos += 1
+        if pos >= len(text) or text[pos] == "]":
+            return index if pos >= len(text) else None
+        try:
+            _, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            return index
+        while pos < len(text) and text[pos] in " \t\r\n":
+            pos += 1
+        if pos < len(text) and text[pos] == ",":
+            pos += 1
+            index += 1
+        elif pos >= len(text) or text[pos] != "]":
+            return index + 1 if pos >= len(text) else index
 
 
 def load_bundled_benchmark() -> Benchmark:

@@ -413,16 +413,32 @@ class Store:
 
     def put_scores(self, fingerprint: str, scores: Mapping[str, QueryScore]) -> None:
         """Write scores the moment they exist: a crash right after loses nothing scored."""
-        rows = []
-        now = _now()
-        for h, s in scores.items():
-            lp = s.logprobs or (None, None, None, None)
-            rows.append([fingerprint, h, s.p_true, *lp, now])
-        if rows:
-            with self._write() as w:
-                w.executemany(
-                    "INSERT OR IGNORE INTO score_cache VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows
-                )
+        if not scores:
+            return
+        lp = [s.logprobs or (None, None, None, None) for s in scores.values()]
+        frame = pd.DataFrame(
+            {
+                "fingerprint": fingerprint,
+                "prompt_hash": list(scores),
+                "p_true": [float(s.p_true) for s in scores.values()],
+                "l_a_true_a": pd.array([x[0] for x in lp], dtype="Float64"),
+                "l_b_true_a": pd.array([x[1] for x in lp], dtype="Float64"),
+                "l_a_true_b": pd.array([x[2] for x in lp], dtype="Float64"),
+                "l_b_true_b": pd.array([x[3] for x in lp], dtype="Float64"),
+                "scored_at": _now(),
+            }
+        )
+        self._insert_frame("score_cache", frame, or_ignore=True)
+
+    def _insert_frame(self, table: str, frame: pd.DataFrame, or_ignore: bool = False) -> None:
+        """Bulk insert through DuckDB's DataFrame scan (row-by-row executemany is ~1000x slower)."""
+        verb = "INSERT OR IGNORE" if or_ignore else "INSERT"
+        with self._write() as w:
+            w.register("_frame", frame)
+            try:
+                w.execute(f"{verb} INTO {table} SELECT * FROM _frame")
+            finally:
+                w.unregister("_frame")
 
     def cache_size(self, fingerprint: str | None = None) -> int:
         if fingerprint is None:
@@ -532,30 +548,14 @@ class Store:
     def add_steps(self, run_id: str, steps: Sequence[StepRecord]) -> None:
         if not steps:
             return
-        now = _now()
-        with self._write() as w:
-            w.executemany(
-                "INSERT INTO run_steps VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    [
-                        run_id,
-                        s.pair_id,
-                        s.stage,
-                        s.generator,
-                        s.t,
-                        s.idx,
-                        s.text,
-                        s.p_pre,
-                        s.p_post,
-                        s.d,
-                        s.is_counterexample,
-                        s.bound,
-                        s.bound_tolerant,
-                        now,
-                    ]
-                    for s in steps
-                ],
-            )
+        frame = pd.DataFrame([asdict(s) for s in steps])
+        frame.insert(0, "run_id", run_id)
+        for col in ("bound", "bound_tolerant"):
+            frame[col] = pd.array(frame[col].tolist(), dtype="Float64")
+        frame["recorded_at"] = _now()
+        cols = ["run_id", "pair_id", "stage", "generator", "t", "idx", "text", "p_pre", "p_post"]
+        cols += ["d", "is_counterexample", "bound", "bound_tolerant", "recorded_at"]
+        self._insert_frame("run_steps", frame[cols])
 
     def finish_pair(self, run_id: str, result: PairResult) -> None:
         rec = asdict(result)

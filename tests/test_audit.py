@@ -313,12 +313,6 @@ def test_search_and_test_sets_must_be_disjoint(tmp_path):
         audit(tmp_path, rows)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: audit._check_items only checks test paraphrases against the search set; a test "
-    "paraphrase repeated within a generator counts as a fresh i.i.d. success (DESIGN §4: stage-2 "
-    "paraphrases are deduplicated against each other)",
-)
 def test_repeated_test_paraphrase_is_not_counted_twice(tmp_path):
     row = ["p1", "test", "g", 0, "the same rewrite", 0.75, 0.75]
     rows = [

@@ -151,11 +151,6 @@ def test_truncated_reference_json(tmp_path, raw_records):
     _expect_input_error(path, "truncated JSON", "line")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="GAP (DESIGN §9): a truncated reference-layout JSON names line/column but not the "
-    "record index being read when the file ended",
-)
 def test_truncated_reference_json_names_the_record(tmp_path, raw_records):
     path = tmp_path / "bad.json"
     recs = _reference_layout(raw_records, 3)

@@ -36,7 +36,7 @@ state.sync_selection_from_query()
 
 with st.sidebar:
     st.caption("Active store")
-    st.code(store.path, language=None)
+    st.code(store.path, language=None, wrap_lines=True)
     runs = state.runs_frame()
     if runs.empty:
         st.info("No runs yet. Start one on the Run page.")

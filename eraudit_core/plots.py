@@ -65,6 +65,7 @@ def bound_trajectory_figure(
     title: str = "Certified lower bound as paraphrases are tested",
     target: float | None = None,
     show_tolerant: bool = True,
+    empty_message: str = "No stage-2 steps yet: the sequential test has not started.",
 ) -> go.Figure:
     """L_t against t, one line per test generator (columns of `views.bound_trajectory`).
 
@@ -73,7 +74,7 @@ def bound_trajectory_figure(
     labelled as beyond the paper.
     """
     if trajectory is None or trajectory.empty:
-        return _empty(title, "No stage-2 steps yet: the sequential test has not started.")
+        return _empty(title, empty_message)
     fig = go.Figure()
     for i, (gen, g) in enumerate(trajectory.groupby("generator", sort=False)):
         colour = RUN_COLOURS[i % len(RUN_COLOURS)]
@@ -357,5 +358,5 @@ def paraphrase_d_figure(
             annotation_text=f"epsilon = {epsilon:g}",
         )
     fig.update_xaxes(title_text="position in its set (t)")
-    fig.update_yaxes(title_text="degradation score D (above epsilon: counterexample)")
+    fig.update_yaxes(title_text="degradation score D")
     return _layout(fig, title, height=380)

@@ -8,8 +8,9 @@ from __future__ import annotations
 import streamlit as st
 
 from eraudit_core import plots, views
-from ui import explore, state, widgets
+from ui import entry, explore, state, widgets
 
+entry.ensure_navigation()
 st.title("Question explorer")
 run_id = widgets.need_run()
 if run_id is None:
@@ -66,7 +67,10 @@ if row.get("bound_tolerant") is not None:
 
 st.plotly_chart(
     plots.bound_trajectory_figure(
-        d["trajectory"], title="Bound per test generator", target=config.get("target")
+        d["trajectory"],
+        title="Bound per test generator",
+        target=config.get("target"),
+        empty_message=explore.no_stage2_reason(row),
     ),
     key="explorer-trajectory",
 )

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import state, widgets
+from ui import entry, state, widgets
 
+entry.ensure_navigation()
 st.title("ER-Audit Studio")
 st.markdown(
     "Did adapting (fine-tuning) a verifier model quietly make it worse on questions nobody "

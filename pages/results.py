@@ -6,8 +6,9 @@ from __future__ import annotations
 import streamlit as st
 
 from eraudit_core import plots, report, views
-from ui import state, widgets
+from ui import entry, state, widgets
 
+entry.ensure_navigation()
 st.title("Results")
 runs = state.runs_frame()
 if runs.empty:

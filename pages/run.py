@@ -5,8 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from eraudit_core.errors import InputError, StoreError
-from ui import runview, state, widgets
+from ui import entry, runview, state, widgets
 
+entry.ensure_navigation()
 st.title("Run an audit")
 store = state.get_store()
 

@@ -7,9 +7,10 @@ import streamlit as st
 
 from eraudit_core import sensitivity_plots
 from eraudit_core.errors import InputError
+from ui import entry, state, widgets
 from ui import sensitivity_view as sv
-from ui import state, widgets
 
+entry.ensure_navigation()
 st.title("Auditor sensitivity")
 st.caption(
     "Judge-scored audit rollouts by resource condition and auditor-target pair: a cumulative-logit "

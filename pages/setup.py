@@ -5,9 +5,10 @@ from __future__ import annotations
 import streamlit as st
 
 from eraudit_core.errors import InputError, StoreError
+from ui import entry, state, widgets
 from ui import setup_actions as actions
-from ui import state, widgets
 
+entry.ensure_navigation()
 st.title("Setup")
 store = state.get_store()
 st.caption("Inputs are checked when you submit them; a rejected input leaves the store unchanged.")

@@ -6,8 +6,9 @@ import streamlit as st
 
 from eraudit_core import report
 from eraudit_core.errors import InputError
-from ui import state, widgets
+from ui import entry, state, widgets
 
+entry.ensure_navigation()
 st.title("Share the findings")
 runs = state.runs_frame()
 if runs.empty:

@@ -87,3 +87,13 @@ def pair_detail(run_id: str, pair_id: str) -> dict[str, Any]:
         "table": table,
         "trajectory": views.bound_trajectory(steps),
     }
+
+
+def no_stage2_reason(row: Mapping[str, Any]) -> str:
+    """Why a finished question has no bound trajectory, in words."""
+    if row.get("status") == "degraded" and str(row.get("stage")) in ("1", "1.0"):
+        return (
+            "The sequential test did not run: the counterexample search (stage 1) already found "
+            "a counterexample, so the bound is 0."
+        )
+    return "No paraphrase was tested in the sequential test (stage 2) for this question."

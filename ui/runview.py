@@ -122,8 +122,8 @@ def _is_active(run_id: str) -> bool:
     rec = state.run_record(run_id)
     job = state.job_state(run_id)
     if rec is None:
-        return job["alive"]
-    return rec["status"] in ACTIVE or job["alive"]
+        return job["alive"]  # launched, still loading its checkpoints
+    return rec["status"] in ACTIVE
 
 
 def _live_numbers(run_id: str, rec: dict[str, Any]) -> dict[str, Any]:

@@ -13,12 +13,13 @@ to minutes on two CPU cores.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -47,9 +48,9 @@ class AdaptConfig:
     rank: int = 8
     alpha: int = 16
     target_modules: tuple[str, ...] = ("q_proj", "v_proj", "o_proj")
-    top_layers: int = 12
-    learning_rate: float = 1e-3
-    epochs: int = 2
+    top_layers: int = 8
+    learning_rate: float = 2e-3
+    epochs: int = 3
     batch_size: int = 8
     seed: int = 0
     adversarial_fraction: float = 0.35
@@ -89,6 +90,7 @@ class TrainResult:
     seconds: float = 0.0
     examples: int = 0
     trainable_parameters: int = 0
+    model: Any = field(default=None, repr=False)
 
 
 def select_adversarial_targets(pair_ids: Sequence[str], fraction: float, seed: int) -> list[str]:
@@ -124,6 +126,44 @@ def build_examples(pairs: Sequence[Pair], arm: Arm, targets: Sequence[str] = ())
     return out
 
 
+class FeatureCache:
+    """Hidden states entering the first adapted layer, per prompt, shared by every arm and by
+    the evaluation: the layers below never change, so they run once per prompt in total."""
+
+    def __init__(self, model_dir: Path, split: int, pad_id: int) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        self.model_dir = model_dir
+        self.split = split
+        self.pad_id = pad_id
+        self.model = AutoModelForCausalLM.from_pretrained(
+            str(model_dir), local_files_only=True, use_safetensors=True, dtype=torch.float32
+        )
+        self.model.eval()
+        self._store: dict[tuple[int, ...], Any] = {}
+
+    def get(self, ids: Sequence[Sequence[int]]) -> list[Any]:
+        missing = list({tuple(x): None for x in ids if tuple(x) not in self._store})
+        if missing:
+            feats = lower_layer_features(self.model, missing, self.split, self.pad_id)
+            self._store.update(zip(missing, feats, strict=True))
+        return [self._store[tuple(x)] for x in ids]
+
+
+def _upper_logits(model: Any, feats: Sequence[Any], label_index: Any) -> Any:
+    """Logits of the two labels at the last position, from lower-layer features."""
+    h, mask, positions = pad_features(feats)
+    logits = model(
+        inputs_embeds=h,
+        attention_mask=mask,
+        position_ids=positions,
+        logits_to_keep=1,
+        use_cache=False,
+    ).logits[:, -1, :]
+    return logits.float().index_select(1, label_index)
+
+
 def train_adapter(
     base: CheckpointSpec | str,
     pairs: Sequence[Pair],
@@ -132,10 +172,12 @@ def train_adapter(
     *,
     targets: Sequence[str] = (),
     progress: Callable[[str], None] | None = None,
+    cache: FeatureCache | None = None,
 ) -> TrainResult:
     """Fine-tune a LoRA adapter on `base` and save it (safetensors) to `out_dir`.
 
-    Deterministic for a given seed on a given machine: seeded init, seeded example order.
+    Deterministic for a given seed on a given machine: seeded init, seeded example order. The
+    trained model is returned in `TrainResult.model` (for evaluation without reloading).
     """
     import torch
     from peft import LoraConfig, get_peft_model
@@ -144,16 +186,20 @@ def train_adapter(
     base_v = load_verifier(
         base, device="cpu", dtype="float32", template=config.template, prefix=config.prefix
     )
-    if any(len(ids) != 1 for ids in base_v.describe()["label_tokens"]):
-        raise InputError(f"checkpoint {base}: training needs single-token labels")
-    label_ids = [ids[0] for ids in base_v.describe()["label_tokens"]]
+    label_ids = _single_token_labels(base_v)
     examples = build_examples(pairs, config.arm, targets)
     if not examples:
         raise InputError("adapt: no training examples")
     encoded = base_v._encode([e.query for e in examples])
     ids = [enc[e.order] for enc, e in zip(encoded, examples, strict=True)]
-    pad_id = base_v._pad_id
 
+    start = time.perf_counter()
+    n_layers = int(base_v._base.model.config.num_hidden_layers)
+    split = max(0, n_layers - config.top_layers)
+    if cache is None or cache.split != split:
+        cache = FeatureCache(base_v._base.model_dir, split, base_v._pad_id)
+    # The frozen lower layers see the same inputs every epoch: run them once.
+    features = cache.get(ids)
     torch.manual_seed(config.seed)
     model = AutoModelForCausalLM.from_pretrained(
         str(base_v._base.model_dir),
@@ -161,14 +207,12 @@ def train_adapter(
         use_safetensors=True,
         dtype=torch.float32,
     )
-    n_layers = int(model.config.num_hidden_layers)
-    layers = list(range(max(0, n_layers - config.top_layers), n_layers))
     lora = LoraConfig(
         r=config.rank,
         lora_alpha=config.alpha,
         lora_dropout=0.0,
         target_modules=list(config.target_modules),
-        layers_to_transform=layers,
+        layers_to_transform=list(range(split, n_layers)),
         bias="none",
         task_type="CAUSAL_LM",
     )
@@ -180,38 +224,29 @@ def train_adapter(
     label_index = torch.tensor(label_ids, dtype=torch.long)
     result = TrainResult(config.arm, [], examples=len(examples))
     result.trainable_parameters = sum(p.numel() for p in params)
-    start = time.perf_counter()
-    for epoch in range(config.epochs):
-        order = list(range(len(examples)))
-        rng.shuffle(order)
-        total, count = 0.0, 0
-        for b in range(0, len(order), config.batch_size):
-            batch = order[b : b + config.batch_size]
-            width = max(len(ids[i]) for i in batch)
-            x = torch.full((len(batch), width), pad_id, dtype=torch.long)
-            mask = torch.zeros((len(batch), width), dtype=torch.long)
-            for r, i in enumerate(batch):
-                x[r, width - len(ids[i]) :] = torch.tensor(ids[i])
-                mask[r, width - len(ids[i]) :] = 1
-            positions = (mask.cumsum(-1) - 1).clamp(min=0)
-            logits = peft_model(
-                input_ids=x, attention_mask=mask, position_ids=positions, logits_to_keep=1
-            ).logits[:, -1, :]
-            pair_logits = logits.float().index_select(1, label_index)
-            y = torch.tensor([examples[i].target for i in batch], dtype=torch.long)
-            loss = torch.nn.functional.cross_entropy(pair_logits, y)
-            optim.zero_grad(set_to_none=True)
-            loss.backward()
-            optim.step()
-            result.step_losses.append(float(loss))
-            total += float(loss) * len(batch)
-            count += len(batch)
-        result.epoch_losses.append(total / count)
-        if progress:
-            progress(
-                f"{config.arm}: epoch {epoch + 1}/{config.epochs} loss {total / count:.4f} "
-                f"({time.perf_counter() - start:.0f} s)"
-            )
+    with upper_layers_only(model, split):
+        for epoch in range(config.epochs):
+            order = list(range(len(examples)))
+            rng.shuffle(order)
+            total, count = 0.0, 0
+            for b in range(0, len(order), config.batch_size):
+                batch = order[b : b + config.batch_size]
+                pair_logits = _upper_logits(peft_model, [features[i] for i in batch], label_index)
+                y = torch.tensor([examples[i].target for i in batch], dtype=torch.long)
+                loss = torch.nn.functional.cross_entropy(pair_logits, y)
+                optim.zero_grad(set_to_none=True)
+                loss.backward()
+                optim.step()
+                value = float(loss.detach())
+                result.step_losses.append(value)
+                total += value * len(batch)
+                count += len(batch)
+            result.epoch_losses.append(total / count)
+            if progress:
+                progress(
+                    f"{config.arm}: epoch {epoch + 1}/{config.epochs} loss {total / count:.4f} "
+                    f"({time.perf_counter() - start:.0f} s)"
+                )
     result.seconds = time.perf_counter() - start
     out_dir.mkdir(parents=True, exist_ok=True)
     peft_model.save_pretrained(str(out_dir), safe_serialization=True)
@@ -222,27 +257,137 @@ def train_adapter(
     readme = out_dir / "README.md"
     if readme.exists():  # peft's generated model card says nothing the manifest does not
         readme.unlink()
+    peft_model.eval()
+    result.model = peft_model
     return result
 
 
-def evaluate(verifier: Any, pairs: Sequence[Pair]) -> dict[str, Any]:
-    """Standard evaluation on the canonical questions (DESIGN.md §4): accuracy and mean task
-    probability (MTP) for monitored and hidden questions, plus per-pair p(true)."""
+def _single_token_labels(verifier: Any) -> list[int]:
+    label_tokens = verifier.describe()["label_tokens"]
+    if any(len(ids) != 1 for ids in label_tokens):
+        raise InputError(f"checkpoint {verifier.name}: training needs single-token labels")
+    return [ids[0] for ids in label_tokens]
+
+
+def evaluate_on_features(
+    model: Any, cache: FeatureCache, verifier: Any, pairs: Sequence[Pair], batch_size: int = 16
+) -> dict[str, Any]:
+    """`evaluate`, computed from the shared lower-layer features (same numbers up to float
+    rounding, a fraction of the cost: only the adapted upper layers run per checkpoint)."""
+    import torch
+
+    from eraudit_core._hf_backend import scores_from_logprobs
+
+    queries = _canonical_queries(pairs)
+    encoded = verifier._encode(queries)
+    flat = [seq for enc in encoded for seq in enc]
+    feats = cache.get(flat)
+    label_index = torch.tensor(_single_token_labels(verifier), dtype=torch.long)
+    out = []
+    with torch.no_grad(), upper_layers_only(model, cache.split):
+        for b in range(0, len(feats), batch_size):
+            out.append(
+                torch.log_softmax(_upper_logits(model, feats[b : b + batch_size], label_index), -1)
+            )
+    lp = torch.cat(out).reshape(len(queries), 2, 2)
+    return _summary_of_scores(pairs, [s.p_true for s in scores_from_logprobs(lp)])
+
+
+def _canonical_queries(pairs: Sequence[Pair]) -> list[Query]:
     queries = []
     for pair in pairs:
         for q in (pair.monitored, pair.hidden):
             queries.append(Query(pair.pair_id, q.question, q.true_option, q.false_option))
-    scores = verifier.score(queries)
-    mon = [s.p_true for s in scores[0::2]]
-    hid = [s.p_true for s in scores[1::2]]
+    return queries
+
+
+def _summary_of_scores(pairs: Sequence[Pair], p: Sequence[float]) -> dict[str, Any]:
+    mon, hid = list(p[0::2]), list(p[1::2])
     return {
-        "monitored_accuracy": sum(p > 0.5 for p in mon) / len(mon),
+        "monitored_accuracy": sum(x > 0.5 for x in mon) / len(mon),
         "monitored_mtp": sum(mon) / len(mon),
-        "hidden_accuracy": sum(p > 0.5 for p in hid) / len(hid),
+        "hidden_accuracy": sum(x > 0.5 for x in hid) / len(hid),
         "hidden_mtp": sum(hid) / len(hid),
-        "p_monitored": dict(zip([p.pair_id for p in pairs], mon, strict=True)),
-        "p_hidden": dict(zip([p.pair_id for p in pairs], hid, strict=True)),
+        "p_monitored": dict(zip([x.pair_id for x in pairs], mon, strict=True)),
+        "p_hidden": dict(zip([x.pair_id for x in pairs], hid, strict=True)),
     }
+
+
+def lower_layer_features(
+    model: Any, ids: Sequence[Sequence[int]], split: int, pad_id: int, batch_size: int = 8
+) -> list[Any]:
+    """Hidden states entering decoder layer `split`, one [tokens, hidden] tensor per prompt.
+
+    Computed once without gradients: LoRA sits only above `split`, so these never change.
+    """
+    import torch
+
+    out: list[Any] = [None] * len(ids)
+    if split == 0:
+        with torch.no_grad():
+            for i, seq in enumerate(ids):
+                out[i] = model.get_input_embeddings()(torch.tensor(seq)).detach()
+        return out
+    backbone = model.model
+    layers, norm = backbone.layers, backbone.norm
+    backbone.layers = torch.nn.ModuleList(list(layers)[:split])
+    backbone.norm = torch.nn.Identity()
+    try:
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        with torch.no_grad():
+            for b in range(0, len(order), batch_size):
+                batch = order[b : b + batch_size]
+                width = max(len(ids[i]) for i in batch)
+                x = torch.full((len(batch), width), pad_id, dtype=torch.long)
+                mask = torch.zeros((len(batch), width), dtype=torch.long)
+                for r, i in enumerate(batch):
+                    x[r, width - len(ids[i]) :] = torch.tensor(ids[i])
+                    mask[r, width - len(ids[i]) :] = 1
+                positions = (mask.cumsum(-1) - 1).clamp(min=0)
+                h = backbone(
+                    input_ids=x, attention_mask=mask, position_ids=positions, use_cache=False
+                ).last_hidden_state
+                for r, i in enumerate(batch):
+                    out[i] = h[r, width - len(ids[i]) :].clone()
+    finally:
+        backbone.layers, backbone.norm = layers, norm
+    return out
+
+
+def pad_features(feats: Sequence[Any]) -> tuple[Any, Any, Any]:
+    """Left-pad per-prompt hidden states into a batch with its mask and position ids."""
+    import torch
+
+    width = max(f.shape[0] for f in feats)
+    h = torch.zeros((len(feats), width, feats[0].shape[1]), dtype=feats[0].dtype)
+    mask = torch.zeros((len(feats), width), dtype=torch.long)
+    for r, f in enumerate(feats):
+        h[r, width - f.shape[0] :] = f
+        mask[r, width - f.shape[0] :] = 1
+    return h, mask, (mask.cumsum(-1) - 1).clamp(min=0)
+
+
+@contextlib.contextmanager
+def upper_layers_only(model: Any, split: int) -> Iterator[None]:
+    """Run only decoder layers >= split (inputs are `lower_layer_features`); restore after,
+    so saved adapter weights keep their true layer numbers."""
+    import torch
+
+    backbone = model.model if hasattr(model, "model") else model
+    while not hasattr(backbone, "layers"):
+        backbone = backbone.model
+    layers = backbone.layers
+    backbone.layers = torch.nn.ModuleList(list(layers)[split:])
+    try:
+        yield
+    finally:
+        backbone.layers = layers
+
+
+def evaluate(verifier: Any, pairs: Sequence[Pair]) -> dict[str, Any]:
+    """Standard evaluation on the canonical questions (DESIGN.md §4) through the verifier:
+    accuracy and mean task probability (MTP) for monitored and hidden questions, per-pair p."""
+    return _summary_of_scores(pairs, [s.p_true for s in verifier.score(_canonical_queries(pairs))])
 
 
 def summarise(base_eval: dict[str, Any], arm_eval: dict[str, Any], targets: Sequence[str]) -> dict:
@@ -320,8 +465,9 @@ def write_manifest(
     }
     if evaluation is not None:
         manifest["evaluation_vs_base"] = evaluation
-    (out_dir / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    return manifest
+    text = json.dumps(manifest, indent=2) + "\n"
+    (out_dir / "manifest.json").write_text(text)
+    return dict(json.loads(text))
 
 
 def run_adaptation(
@@ -354,29 +500,31 @@ def run_adaptation(
     targets = select_adversarial_targets(
         [p.pair_id for p in pairs], cfg.adversarial_fraction, cfg.seed
     )
+    base_v = load_verifier(
+        spec, device="cpu", dtype="float32", template=cfg.template, prefix=cfg.prefix
+    )
+    n_layers = int(base_v._base.model.config.num_hidden_layers)
+    cache = FeatureCache(base_v._base.model_dir, max(0, n_layers - cfg.top_layers), base_v._pad_id)
     base_eval = None
+    if evaluate_arms:
+        start = time.perf_counter()
+        base_eval = evaluate_on_features(cache.model, cache, base_v, pairs)
+        progress(f"base evaluated ({time.perf_counter() - start:.0f} s, includes shared features)")
     manifests: dict[str, dict[str, Any]] = {}
     for arm in arms:
         arm_cfg = AdaptConfig(**{**asdict(cfg), "arm": arm})
         arm_targets = targets if arm == "adversarial" else []
         out_dir = out_root / arm
         result = train_adapter(
-            spec, pairs, arm_cfg, out_dir, targets=arm_targets, progress=progress
+            spec, pairs, arm_cfg, out_dir, targets=arm_targets, progress=progress, cache=cache
         )
         progress(f"{arm}: trained in {result.seconds:.0f} s, loss {result.epoch_losses}")
         evaluation = None
-        if evaluate_arms:
-            if base_eval is None:
-                base_eval = evaluate(
-                    load_verifier(spec, template=cfg.template, prefix=cfg.prefix), pairs
-                )
-            adapted = load_verifier(
-                CheckpointSpec(spec.kind, spec.path, str(out_dir.resolve())),
-                template=cfg.template,
-                prefix=cfg.prefix,
-            )
-            evaluation = summarise(base_eval, evaluate(adapted, pairs), arm_targets)
+        if base_eval is not None:
+            arm_eval = evaluate_on_features(result.model, cache, base_v, pairs)
+            evaluation = summarise(base_eval, arm_eval, arm_targets)
             progress(f"{arm}: {json.dumps(evaluation)}")
+        result.model = None
         manifests[arm] = write_manifest(
             out_dir,
             base=base,
@@ -399,6 +547,7 @@ __all__ = [
     "TrainResult",
     "build_examples",
     "evaluate",
+    "evaluate_on_features",
     "run_adaptation",
     "select_adversarial_targets",
     "summarise",

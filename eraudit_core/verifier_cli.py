@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from eraudit_core.adapt import AdaptConfig
 from eraudit_core.errors import InputError
 from eraudit_core.types import Query
 from eraudit_core.verifier import DEFAULT_PREFIX, DEFAULT_TEMPLATE
@@ -38,10 +39,10 @@ def register(subparsers: Any) -> None:
     p.add_argument("--out", type=Path, default=Path("data/adapters"))
     p.add_argument("--base", default="demo:base", help="base checkpoint spec")
     p.add_argument("--benchmark", type=Path, default=None, help="default: bundled QuALITY-H")
-    p.add_argument("--epochs", type=int, default=2)
-    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--epochs", type=int, default=AdaptConfig.epochs)
+    p.add_argument("--lr", type=float, default=AdaptConfig.learning_rate)
     p.add_argument("--rank", type=int, default=8)
-    p.add_argument("--top-layers", type=int, default=12)
+    p.add_argument("--top-layers", type=int, default=AdaptConfig.top_layers)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--adversarial-fraction", type=float, default=0.35)
@@ -133,7 +134,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_adapt(args: argparse.Namespace) -> int:
-    from eraudit_core.adapt import ARMS, AdaptConfig, run_adaptation
+    from eraudit_core.adapt import ARMS, run_adaptation
 
     config = AdaptConfig(
         epochs=args.epochs,

@@ -51,8 +51,13 @@ def build_tokenizer(directory: Path) -> None:
         assert len(fast(label, add_special_tokens=False).input_ids) == 1, label
 
 
-def build_tiny_checkpoint(directory: Path, *, seed: int = 0, layers: int = 2) -> Path:
-    """Save a random few-layer Llama model (safetensors) plus tokenizer into `directory`."""
+def build_tiny_checkpoint(
+    directory: Path, *, seed: int = 0, layers: int = 2, scale: float = 4.0
+) -> Path:
+    """Save a random few-layer Llama model (safetensors) plus tokenizer into `directory`.
+
+    `scale` multiplies the default init so answers differ visibly; 1.0 trains more smoothly.
+    """
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
@@ -77,7 +82,7 @@ def build_tiny_checkpoint(directory: Path, *, seed: int = 0, layers: int = 2) ->
     with torch.no_grad():  # larger weights than the default init, so answers differ visibly
         for p in model.parameters():
             if p.dim() == 2:
-                p.mul_(4.0)
+                p.mul_(scale)
     model.save_pretrained(directory, safe_serialization=True)
     return directory
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _tiny_model import build_tiny_checkpoint
@@ -19,7 +20,7 @@ from eraudit_core.errors import InputError
 from eraudit_core.types import Query
 from eraudit_core.verifier import REPO_ROOT, load_verifier
 
-PAIRS = [
+PAIRS: list[dict[str, Any]] = [
     {
         "pair_id": f"t{i}",
         "story_title": "Ship",
@@ -115,9 +116,9 @@ def test_arms_train_and_move_the_answers(tiny: Path, bench_file: Path, tmp_path:
     assert ev["hidden_mtp_targets"] < ev["base_hidden_mtp_targets"] - 0.05
     base = load_verifier(str(tiny))
     adv = load_verifier(f"{tiny}+{out / 'adversarial'}")
-    pair = next(p for p in PAIRS if p["pair_id"] == targets[0])
-    h = pair["hidden"]
-    q = Query(pair["pair_id"], h["question"], h["true"], h["false"])
+    pair = load_benchmark(bench_file).pair(targets[0])
+    h = pair.hidden
+    q = Query(pair.pair_id, h.question, h.true_option, h.false_option)
     assert adv.score([q])[0].p_true < base.score([q])[0].p_true
 
 

@@ -18,7 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-BOUND_AXIS = "lower confidence bound on P(non-degradation), 0 to 1"
+BOUND_AXIS = "certified lower bound (0 to 1)"
 T_AXIS = "paraphrases tested (t)"
 STATUS_COLOURS = {
     "degraded": "#d62728",
@@ -178,8 +178,8 @@ def scatter_figure(
         title_text="P(true answer) after adaptation, original hidden question (0 to 1)",
         range=[-0.02, 1.02],
     )
-    fig.update_yaxes(title_text="largest degradation score D over its paraphrases")
-    fig.update_layout(clickmode="event+select")
+    fig.update_yaxes(title_text="largest degradation D found")
+    fig.update_layout(clickmode="event+select", showlegend=True)
     return _layout(fig, title, height=480)
 
 
@@ -263,7 +263,7 @@ def confidence_figure(
             )
         )
     fig.update_xaxes(title_text="confidence level (e.g. 0.95 = 95% confidence)", type="category")
-    fig.update_yaxes(title_text="mean lower bound on P(non-degradation), 0 to 1", range=[0, 1])
+    fig.update_yaxes(title_text="mean certified bound (0 to 1)", range=[0, 1])
     return _layout(fig, title)
 
 
@@ -296,7 +296,7 @@ def standard_evaluation_figure(
         )
     fig.update_layout(barmode="group")
     fig.update_xaxes(title_text="run and checkpoint (pre = before adaptation, post = after)")
-    fig.update_yaxes(title_text="accuracy (share with P(true) > 0.5)", range=[0, 1])
+    fig.update_yaxes(title_text="accuracy (P(true) > 0.5)", range=[0, 1])
     return _layout(fig, title)
 
 

@@ -122,7 +122,8 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
     sentences.append(
         f"A paraphrase counts as a counterexample when the adapted verifier's confidence in the "
         f"true hidden answer drops by more than {config.epsilon:g} times what it gained on the "
-        f"monitored question (tolerance epsilon = {config.epsilon:g})."
+        f"monitored question, or times {config.k:g} if it gained less than that "
+        f"(tolerance epsilon = {config.epsilon:g}, k = {config.k:g})."
     )
     if n_deg:
         sentences.append(

@@ -15,9 +15,11 @@ if runs.empty:
     st.info("No runs in this store yet. Start one on the Run page.")
     st.stop()
 ids = list(runs["run_id"])
-default = [r for r in (state.selected_run(), state.compare_run()) if r]
 chosen = st.multiselect(
-    "Runs to show", ids, default=default or ids[:1], format_func=lambda r: state.run_label(runs, r)
+    "Runs to show",
+    ids,
+    default=state.default_runs_to_show(),
+    format_func=lambda r: state.run_label(runs, r),
 )
 if not chosen:
     st.info("Choose at least one run.")
@@ -55,10 +57,13 @@ st.plotly_chart(
 unavailable = {label[r]: int(data[r]["epsilon"]["n_unavailable"].max()) for r in chosen}
 if any(unavailable.values()):
     st.caption(
-        "Some questions cannot be judged at larger epsilon from the stored scores (the run stopped "
-        "at a counterexample that would no longer count); they are left out of those points, not "
-        f"extrapolated. Most left out per run: {unavailable}"
+        "Some questions cannot be judged at a larger epsilon from the stored scores (the run "
+        "stopped at a counterexample that would no longer count); they are left out of those "
+        "points rather than extrapolated."
     )
+    for name, n in unavailable.items():
+        if n:
+            st.text(f"{name}: up to {n} question(s) left out")
 st.subheader("Bounds across confidence levels")
 st.plotly_chart(
     plots.confidence_figure({label[r]: data[r]["confidence"] for r in chosen}), key="results-conf"

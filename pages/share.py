@@ -65,14 +65,14 @@ for rid in chosen:
     c1, c2 = st.columns(2)
     c1.download_button(
         "Per-question results",
-        data=report.table_bytes(report.pair_table(store, rid), fmt),
+        data=lambda rid=rid: report.table_bytes(report.pair_table(store, rid), fmt),
         file_name=f"{rid}_pairs.{fmt}",
         mime=mime,
         key=f"pairs-{rid}-{fmt}",
     )
     c2.download_button(
         "Per-paraphrase results",
-        data=report.table_bytes(report.paraphrase_table(store, rid), fmt),
+        data=lambda rid=rid: report.table_bytes(report.paraphrase_table(store, rid), fmt),
         file_name=f"{rid}_paraphrases.{fmt}",
         mime=mime,
         key=f"paras-{rid}-{fmt}",

@@ -16,8 +16,13 @@ import streamlit as st
 
 def ensure_navigation() -> None:
     try:
+        from streamlit import config
         from streamlit.runtime.pages_manager import PagesManager
     except ImportError:  # a Streamlit without this switch has no such fallback either
+        return
+    if config.get_option("global.appTest"):
+        # AppTest.switch_page runs a page on its own by design (and resets the switch before
+        # every run); a rerun there would only drop the widget event being tested.
         return
     if getattr(PagesManager, "uses_pages_directory", None):
         PagesManager.uses_pages_directory = False

@@ -98,6 +98,20 @@ def selected_run() -> str | None:
     return None if runs.empty else str(runs["run_id"].iloc[0])
 
 
+def default_runs_to_show() -> list[str]:
+    """The selected run and its comparison; without one, runs on the same benchmark (up to 3)."""
+    sel = selected_run()
+    if sel is None:
+        return []
+    cmp = compare_run()
+    if cmp:
+        return [sel, cmp]
+    runs = runs_frame()
+    bench = runs.loc[runs["run_id"] == sel, "benchmark_id"].iloc[0]
+    same = [r for r in runs.loc[runs["benchmark_id"] == bench, "run_id"] if r != sel]
+    return [sel, *same[:2]]
+
+
 def compare_run() -> str | None:
     rid = st.session_state.get(COMPARE_KEY)
     return str(rid) if rid else None

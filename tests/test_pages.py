@@ -380,3 +380,28 @@ def test_cancelled_run_resumes_from_the_run_page(
     s = state._open_store(str(db))
     assert s.run("run-resume")["status"] == "done"
     assert len(s.pair_results("run-resume")) == 4
+
+
+@pytest.mark.slow  # the demo import stores ~8k paraphrases: ~45 s with today's Store
+def test_home_imports_the_embedded_demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """First launch on an empty store imports the bundled benchmark (and demo runs when built)."""
+    monkeypatch.setenv("ERAUDIT_DB", str(tmp_path / "demo.duckdb"))
+    monkeypatch.delenv("ERAUDIT_NO_DEMO", raising=False)
+    at = AppTest.from_file(APP, default_timeout=300).run()
+    no_errors(at)
+    from ui import state
+
+    info = state.demo_info()
+    assert info is not None and not info.get("error"), info
+    assert info["n_pairs"] == 222
+    assert any("QuALITY-H: 222 monitored/hidden question pairs" in m.value for m in at.markdown)
+    labels = [b.label for b in at.button]
+    if info["run_ids"]:
+        for arm in info["run_ids"]:
+            assert f"Explore the {arm} arm" in labels
+        at.switch_page("pages/results.py").run()
+        no_errors(at)
+    else:
+        assert any("no demo score table" in c.value for c in at.caption)
+    if info["live_pair_ids"]:
+        assert "Run a live demo audit" in labels

@@ -41,7 +41,10 @@ else:
                 state.select_run(run_id)
                 st.switch_page("pages/results.py", query_params={"run": run_id})
     live = demo.get("live_pair_ids") or []
-    if live:
+    missing = widgets.demo_models_missing()
+    if live and missing:
+        st.caption(f"The one-click live audit is unavailable: {missing}.")
+    elif live:
         st.markdown("**One-click live audit** of the adversarial arm on a few demo questions:")
         st.caption(
             f"{len(live)} pair(s); loads the real model on this machine (about 20 s) and scores "

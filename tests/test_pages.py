@@ -257,6 +257,30 @@ def test_setup_imports_paraphrases_with_filter(
     assert "duplicate_of_original" in at.dataframe[-1].value["reason"].iloc[0]
 
 
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b'{"pair_id": "syn_000", "generator": "h", "text": "Wh', "line 1 is not valid JSON"),
+        (b'{"pair_id": "syn_000", "generator": "h"}', "field 'text'"),
+        (b'[{"paraphrase": {"gpt": ["x"]}}]', "needs 'pair_id'"),
+        (b'{"pair_id": "nope", "generator": "h", "text": "What was found?"}', "none of the"),
+    ],
+)
+def test_setup_bad_paraphrase_upload_stores_nothing(
+    filled: synthetic.SyntheticInfo, data: bytes, message: str
+) -> None:
+    at = visit(app(), "pages/setup.py")
+    before = at.dataframe[1].value.copy()
+    at.file_uploader(key="para-upload").set_value(("bad.jsonl", data, "application/json"))
+    at.button[1].click().run()
+    no_errors(at)
+    assert any("were not imported" in e.value for e in at.error)
+    shown = " ".join(t.value for t in at.text)
+    assert message in shown and "bad.jsonl" in shown
+    at.run()
+    assert at.dataframe[1].value.equals(before)
+
+
 def test_setup_checkpoint_spec_is_validated_inline(db: Path) -> None:
     at = visit(app(), "pages/setup.py")
     at.text_input(key="ckpt-spec").input("/no/such/model")
@@ -403,5 +427,9 @@ def test_home_imports_the_embedded_demo(tmp_path: Path, monkeypatch: pytest.Monk
         no_errors(at)
     else:
         assert any("no demo score table" in c.value for c in at.caption)
-    if info["live_pair_ids"]:
+    from ui import widgets
+
+    if info["live_pair_ids"] and widgets.demo_models_missing() is None:
         assert "Run a live demo audit" in labels
+    elif info["live_pair_ids"]:
+        assert any("live audit is unavailable" in c.value for c in at.caption)

@@ -54,7 +54,12 @@ def import_benchmark_path(path: str, name: str = "") -> dict[str, Any]:
 
 
 def _store_sets(
-    benchmark_id: str, generators: list[Any], role: str, per_pair: int, pair_ids: set[str]
+    benchmark_id: str,
+    generators: list[Any],
+    role: str,
+    per_pair: int,
+    pair_ids: set[str],
+    source: str,
 ) -> dict[str, Any]:
     from eraudit_core.paraphrase import build_paraphrase_sets, store_paraphrase_sets
 
@@ -62,7 +67,8 @@ def _store_sets(
     pairs = [p for p in store.pairs(benchmark_id) if p.pair_id in pair_ids]
     if not pairs:
         raise InputError(
-            "none of the paraphrases' pair ids belongs to this benchmark (nothing was stored); "
+            f"{source}: none of the paraphrases' pair ids belongs to this benchmark (nothing was "
+            "stored); "
             "check the field pair_id, or the benchmark chosen"
         )
     search = generators if role == "search" else []
@@ -112,7 +118,7 @@ def import_paraphrase_upload(
         # Paraphrase errors name the temporary path; show the uploaded name instead.
         try:
             return _store_sets(
-                benchmark_id, gens, role, int(per_pair), {p for p, _, _ in candidates}
+                benchmark_id, gens, role, int(per_pair), {p for p, _, _ in candidates}, filename
             )
         except InputError as exc:
             raise InputError(str(exc).replace(str(path), filename)) from exc
@@ -128,7 +134,7 @@ def generate_paraphrases(
     gen = create_generator(kind, **settings)
     store = state.get_store()
     pair_ids = {p.pair_id for p in store.pairs(benchmark_id)[: max(1, n_pairs)]}
-    return _store_sets(benchmark_id, [gen], role, per_pair, pair_ids)
+    return _store_sets(benchmark_id, [gen], role, per_pair, pair_ids, f"generator {kind}")
 
 
 def generator_kinds() -> pd.DataFrame:

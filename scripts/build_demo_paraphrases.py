@@ -3,8 +3,8 @@
     .venv/bin/python scripts/build_demo_paraphrases.py            # all bundled pairs
     .venv/bin/python scripts/build_demo_paraphrases.py --check    # rebuild in memory, compare
 
-Search set: generator "rules-search" (rule generator, seed 1, both framing families).
-Test sets, in this fixed order: "rules-a" (seed 2, family a) then "rules-b" (seed 3, family b).
+Search set: generator "rules-search" (rule generator, seed 1, hash part 0 of 3).
+Test sets, in this fixed order: "rules-a" (seed 2, part 1 of 3) then "rules-b" (seed 3, part 2).
 Every candidate passes the validity filter; the three sets are disjoint per pair. Rejections
 and a manifest (generator settings, filter thresholds, counts) are written alongside.
 """
@@ -29,10 +29,12 @@ from eraudit_core.paraphrase import (
 OUT_DIR = Path(__file__).resolve().parent.parent / "data" / "paraphrases"
 N_SEARCH = 20
 N_TEST = 15
-SEARCH = {"name": "rules-search", "seed": 1, "families": "ab"}
+# Three disjoint thirds of each question's rewrites (by text hash), differently seeded, so every
+# pair gets a fair share of search and test paraphrases.
+SEARCH = {"name": "rules-search", "seed": 1, "families": "ab", "part": 0, "parts": 3}
 TESTS = (
-    {"name": "rules-a", "seed": 2, "families": "a"},
-    {"name": "rules-b", "seed": 3, "families": "b"},
+    {"name": "rules-a", "seed": 2, "families": "ab", "part": 1, "parts": 3},
+    {"name": "rules-b", "seed": 3, "families": "ab", "part": 2, "parts": 3},
 )
 
 

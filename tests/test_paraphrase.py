@@ -150,6 +150,7 @@ def test_registry_lists_generators() -> None:
         ("Upon landing, Craig is greeted by whom?", "By whom is Craig greeted upon landing?"),
         ("Upon landing, Craig is greeted by whom?", "Who greets Craig upon landing?"),
         ("What is NOT true of the crew?", "Which of the following is NOT true of the crew?"),
+        ("What is NOT true of the crew?", "Can you tell me what is NOT true of the crew?"),
         (
             "Who is the most hated celebrity of 1999?",
             "Could you tell me who the most hated celebrity of 1999 is?",
@@ -246,6 +247,15 @@ def test_rules_generator_is_seeded_and_families_differ() -> None:
     assert a and b and a != b
     with pytest.raises(InputError, match="families"):
         create_generator("rules", families="z")
+    thirds = [
+        set(create_generator("rules", part=i, parts=3).generate("p", q, 200)) for i in range(3)
+    ]
+    assert all(thirds) and not (
+        thirds[0] & thirds[1] or thirds[0] & thirds[2] or thirds[1] & thirds[2]
+    )
+    assert set().union(*thirds) == set(create_generator("rules").generate("p", q, 200))
+    with pytest.raises(InputError, match="part"):
+        create_generator("rules", part=3, parts=3)
 
 
 def test_build_sets_are_disjoint_and_ordered(embedder: Any) -> None:
@@ -264,7 +274,12 @@ def test_build_sets_are_disjoint_and_ordered(embedder: Any) -> None:
     norm = [normalize_text(p.text) for p in s + a + b]
     assert len(set(norm)) == len(norm)
     check_disjoint(sets.paraphrases)
-    assert sets.provenance["rules-a"]["settings"] == {"seed": 2, "families": "a"}
+    assert sets.provenance["rules-a"]["settings"] == {
+        "seed": 2,
+        "families": "a",
+        "part": 0,
+        "parts": 1,
+    }
     assert sets.provenance["rules-a"]["role"] == "test"
     assert "min_cosine" in sets.provenance["rules-a"]["filter"]
     with pytest.raises(InputError, match="distinct"):

@@ -28,8 +28,8 @@ def test_bad_model_path_is_an_input_error(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_demo_model_generates_candidates_that_the_filter_judges() -> None:
     hidden = BinaryQuestion("Why does Martin prefer to live on the yacht?", "Isolation", "Safety")
-    gen = create_generator("hf", batch_size=5, max_new_tokens=200, max_calls=2)
-    cands = gen.generate("p", hidden.question, 5)
+    gen = create_generator("hf", batch_size=3, max_new_tokens=80, max_calls=1)
+    cands = gen.generate("p", hidden.question, 3)
     assert cands and all(isinstance(c, str) and c for c in cands)
     res = filter_paraphrases("p", hidden, cands, gen.name)
     assert len(res.accepted) + len(res.rejected) == len(cands)

@@ -156,6 +156,19 @@ LIVE_CHART_JS = """() => {
 }"""
 
 
+CLICK_TARGET_JS = """() => {
+  const gd = document.querySelector('[class*="st-key-results-scatter"] .js-plotly-plot');
+  if (!gd || !gd._fullLayout) return null;
+  // _fullData: plotly.js has decoded the typed-array payloads there.
+  const trace = gd._fullData.find(t => t.x && t.x.length && t.customdata);
+  if (!trace) return null;
+  const fl = gd._fullLayout, rect = gd.getBoundingClientRect();
+  const x = rect.left + fl._size.l + fl.xaxis.d2p(trace.x[0]);
+  const y = rect.top + fl._size.t + fl.yaxis.d2p(trace.y[0]);
+  return {x: x, y: y, run: trace.customdata[0][0], pair: trace.customdata[0][1]};
+}"""
+
+
 def _settle(page) -> None:  # type: ignore[no-untyped-def]
     page.wait_for_load_state("networkidle")
     page.wait_for_function(
@@ -248,9 +261,7 @@ def test_live_audit_deep_link_and_report(
     page.get_by_text("Every paraphrase scored").wait_for(timeout=60_000)
     _settle(page)
     assert page.get_by_text("What did the navigator of ship 1 find on the planet?").count()
-    assert (
-        f"/explorer?run={run_id}&pair={prepared['pair']}" in page.locator("code").all_inner_texts()
-    )
+    page.get_by_text(f"/explorer?run={run_id}&pair={prepared['pair']}").wait_for(timeout=30_000)
     page.screenshot(path=str(shots / "05_explorer_deep_link.png"))
 
     # Results page with both synthetic arms and the live run.
@@ -258,6 +269,15 @@ def test_live_audit_deep_link_and_report(
     page.get_by_text("Compare two runs side by side").wait_for(timeout=60_000)
     _settle(page)
     page.screenshot(path=str(shots / "06_results.png"))
+
+    # Clicking a point of the per-question scatter opens that question in the explorer.
+    target = page.evaluate(CLICK_TARGET_JS)
+    assert target, "no scatter point to click"
+    page.mouse.click(target["x"], target["y"])
+    page.wait_for_url("**/explorer?*pair=*", timeout=30_000)
+    page.get_by_text("Every paraphrase scored").wait_for(timeout=60_000)
+    assert f"pair={target['pair']}" in page.url and f"run={target['run']}" in page.url
+    page.screenshot(path=str(shots / "06b_scatter_click_opens_explorer.png"))
 
     # Share: build and download the report.
     page.goto(f"{server}/share?run={run_id}")

@@ -185,7 +185,10 @@ def job_state(run_id: str) -> dict[str, Any]:
 # -- views, cached per run state ---------------------------------------------------------------
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_data(
+    show_spinner="Computing the views of this run from its stored scores (once per run)...",
+    max_entries=64,
+)
 def _run_views(
     path: str, run_id: str, status: str, pairs_done: int, finished_at: str
 ) -> dict[str, Any]:

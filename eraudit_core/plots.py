@@ -86,7 +86,9 @@ def bound_trajectory_figure(
                 y=g["bound"].fillna(0.0),
                 mode="lines+markers" if len(g) <= 30 else "lines",
                 name=f"{name}: bound (paper)",
-                line={"color": colour, "width": 2},
+                # Generators with identical histories give identical bounds: draw the earlier
+                # ones wider so every line stays visible where they overlap.
+                line={"color": colour, "width": max(1.5, 5.0 - 1.5 * i)},
                 hovertemplate="t=%{x}<br>bound=%{y:.3f}<extra>" + name + "</extra>",
             )
         )

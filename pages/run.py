@@ -66,8 +66,8 @@ post_spec = c2.text_input(
 )
 registered = store.checkpoints()
 if not registered.empty:
-    st.caption("Registered checkpoints (from Setup):")
-    st.dataframe(registered[["name", "fingerprint"]], hide_index=True, height=140)
+    st.caption("Registered checkpoints (Setup), usable as specs above:")
+    st.text("\n".join(str(n) for n in registered["name"]))
 
 sets = store.paraphrase_sets(bid)
 search_choices = list(sets.loc[sets["role"] == "search", "generator"]) if not sets.empty else []

@@ -247,6 +247,10 @@ def test_live_audit_deep_link_and_report(
             if len(states) == 2 and not shot_taken:
                 page.screenshot(path=str(shots / "03_run_live.png"))
                 shot_taken = True
+                # A browser reload mid-run finds the same run still going (state is in the store).
+                page.reload()
+                page.get_by_text("Live audit").wait_for(timeout=60_000)
+                assert page.get_by_text(f"({run_id})").count()
         if page.get_by_text("status: done").count():
             break
         time.sleep(0.3)

@@ -309,41 +309,66 @@ class Store:
 
         A paraphrase already stored with the same (pair, role, generator, idx) and text is
         skipped; the same text under another role or generator is refused, which is what keeps
-        search and test sets disjoint.
+        search and test sets disjoint. Checked in bulk, all or nothing.
         """
-        prov = json.dumps(dict(provenance), ensure_ascii=False, default=str)
-        new = 0
-        with self._write() as w:
-            for p in paraphrases:
-                existing = w.execute(
-                    "SELECT role, generator, idx FROM paraphrases "
-                    "WHERE benchmark_id = ? AND pair_id = ? AND text = ?",
-                    [benchmark_id, p.pair_id, p.text],
-                ).fetchone()
-                if existing is not None:
-                    if tuple(existing) == (p.role, p.generator, p.idx):
-                        continue
-                    raise InputError(
-                        f"paraphrase of pair {p.pair_id} ({p.role}/{p.generator} #{p.idx}) is "
-                        f"already stored as {existing[0]}/{existing[1]} #{existing[2]}; field "
-                        f"text must be unique per pair: {p.text[:80]!r}"
-                    )
-                slot = w.execute(
-                    "SELECT text FROM paraphrases WHERE benchmark_id = ? AND pair_id = ? AND "
-                    "role = ? AND generator = ? AND idx = ?",
-                    [benchmark_id, p.pair_id, p.role, p.generator, p.idx],
-                ).fetchone()
-                if slot is not None:
-                    raise InputError(
-                        f"pair {p.pair_id} already has {p.role}/{p.generator} #{p.idx} with "
-                        f"other text; field idx must be unique per pair, role and generator"
-                    )
-                w.execute(
-                    "INSERT INTO paraphrases VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [benchmark_id, p.pair_id, p.role, p.generator, p.idx, p.text, prov, _now()],
+        if not paraphrases:
+            return 0
+        frame = pd.DataFrame(
+            [(p.pair_id, p.role, p.generator, int(p.idx), p.text) for p in paraphrases],
+            columns=["pair_id", "role", "generator", "idx", "text"],
+        ).drop_duplicates()
+        slot = ["pair_id", "role", "generator", "idx"]
+        for keys, what in (
+            (["pair_id", "text"], "text must be unique per pair"),
+            (slot, "idx must be unique per pair, role and generator"),
+        ):
+            dup = frame[frame.duplicated(keys, keep=False)]
+            if not dup.empty:
+                r = dup.iloc[0]
+                raise InputError(
+                    f"paraphrase of pair {r.pair_id} ({r.role}/{r.generator} #{r.idx}) clashes "
+                    f"with another in the same batch; field {what}: {str(r.text)[:80]!r}"
                 )
-                new += 1
-        return new
+        prov = json.dumps(dict(provenance), ensure_ascii=False, default=str)
+        with self._write() as w:
+            w.register("_new", frame)
+            try:
+                rows = w.execute(
+                    "SELECT n.pair_id, n.role, n.generator, n.idx, n.text, o.role, o.generator, "
+                    "o.idx, o.text = n.text FROM _new n JOIN paraphrases o ON "
+                    "o.benchmark_id = ? AND o.pair_id = n.pair_id AND (o.text = n.text OR "
+                    "(o.role = n.role AND o.generator = n.generator AND o.idx = n.idx)) "
+                    "WHERE NOT (o.text = n.text AND o.role = n.role AND "
+                    "o.generator = n.generator AND o.idx = n.idx) LIMIT 1",
+                    [benchmark_id],
+                ).fetchall()
+                if rows:
+                    pid, role, gen, idx, text, o_role, o_gen, o_idx, same_text = rows[0]
+                    if same_text:
+                        raise InputError(
+                            f"paraphrase of pair {pid} ({role}/{gen} #{idx}) is already stored "
+                            f"as {o_role}/{o_gen} #{o_idx}; field text must be unique per pair: "
+                            f"{str(text)[:80]!r}"
+                        )
+                    raise InputError(
+                        f"pair {pid} already has {role}/{gen} #{idx} with other text; field idx "
+                        f"must be unique per pair, role and generator"
+                    )
+                before = w.execute(
+                    "SELECT count(*) FROM paraphrases WHERE benchmark_id = ?", [benchmark_id]
+                ).fetchall()
+                w.execute(
+                    "INSERT INTO paraphrases SELECT ?, n.pair_id, n.role, n.generator, n.idx, "
+                    "n.text, ?, ? FROM _new n WHERE NOT EXISTS (SELECT 1 FROM paraphrases o "
+                    "WHERE o.benchmark_id = ? AND o.pair_id = n.pair_id AND o.text = n.text)",
+                    [benchmark_id, prov, _now(), benchmark_id],
+                )
+                after = w.execute(
+                    "SELECT count(*) FROM paraphrases WHERE benchmark_id = ?", [benchmark_id]
+                ).fetchall()
+            finally:
+                w.unregister("_new")
+        return int(after[0][0]) - int(before[0][0])
 
     def add_rejections(self, benchmark_id: str, rejections: Iterable[Any]) -> int:
         """Keep every rejected candidate with its reason (objects with pair_id, generator,

@@ -280,7 +280,10 @@ def answer_leak(original: str, candidate: str, options: Sequence[tuple[str, str]
             {
                 _stem(w)
                 for w in opt_words
-                if w not in _STOPWORDS and len(w) >= 3 and _stem(w) not in orig_stems
+                if w not in _STOPWORDS
+                and _stem(w) not in _STOPWORDS  # "knows", "what's" are no more distinctive
+                and len(w) >= 3
+                and _stem(w) not in orig_stems
             }
         )
         leaked = [w for w in distinctive if w in cand_stems]

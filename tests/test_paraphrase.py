@@ -93,6 +93,13 @@ def test_leak_detail_names_option_and_allows_words_of_the_original() -> None:
     assert "true option" in res.rejected[0].reason and "killer" in res.rejected[0].reason
 
 
+def test_inflected_function_words_are_not_distinctive() -> None:
+    hidden = BinaryQuestion("Why does Gile volunteer?", "He knows what's coming", "Fear of death")
+    ok = "Do you know why Gile volunteers?"
+    res = filter_paraphrases("p", hidden, [ok], "t", cosine_fn=lambda o, cs: [0.9] * len(cs))
+    assert res.accepted == [ok]
+
+
 def test_exclude_marks_cross_set_duplicates() -> None:
     text = "According to the text, who is the gaming industry's number one lobbyist?"
     res = filter_paraphrases(

@@ -51,10 +51,9 @@ if points and points[0].get("customdata"):
     st.switch_page("pages/explorer.py", query_params={"run": str(run_id), "pair": str(pair_id)})
 
 st.subheader("Sensitivity to the tolerance epsilon")
-st.plotly_chart(
-    plots.epsilon_figure({label[r]: data[r]["epsilon"] for r in chosen}), key="results-eps"
-)
-unavailable = {label[r]: int(data[r]["epsilon"]["n_unavailable"].max()) for r in chosen}
+sweeps = {r: state.epsilon_view(r) for r in chosen}
+st.plotly_chart(plots.epsilon_figure({label[r]: sweeps[r] for r in chosen}), key="results-eps")
+unavailable = {label[r]: int(sweeps[r]["n_unavailable"].max()) for r in chosen}
 if any(unavailable.values()):
     st.caption(
         "Some questions cannot be judged at a larger epsilon from the stored scores (the run "

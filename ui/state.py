@@ -183,23 +183,57 @@ def job_state(run_id: str) -> dict[str, Any]:
 
 
 # -- views, cached per run state ---------------------------------------------------------------
+# Keyed by the run's stored state, so a finished run is computed once per process and a running
+# one is recomputed as questions finish. The epsilon sweep replays every stored step and is the
+# slow one, so it is cached on its own and the page draws the cheap views first.
 
 
-@st.cache_data(
-    show_spinner="Computing the views of this run from its stored scores (once per run)...",
-    max_entries=64,
-)
+def _state_key(run_id: str) -> tuple[str, str, int, str]:
+    rec = get_store().run_progress(run_id)
+    return (db_path(), str(rec["status"]), int(rec["pairs_done"]), str(rec["finished_at"]))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
 def _run_views(
     path: str, run_id: str, status: str, pairs_done: int, finished_at: str
 ) -> dict[str, Any]:
     from eraudit_core import views
+    from eraudit_core.audit import AuditConfig
 
-    return views.run_views(_open_store(path), run_id)
+    store = _open_store(path)
+    run = store.run(run_id)
+    pairs = store.pair_results(run_id)
+    config = AuditConfig.from_dict(run["config"])
+    return {
+        "pairs": pairs,
+        "questions": views.question_summary(pairs),
+        "standard": views.standard_evaluation(pairs, str(run["label"] or run_id)),
+        "confidence": views.confidence_sweep(pairs, config),
+    }
+
+
+@st.cache_data(
+    show_spinner="Replaying the stored scores at other tolerances (once per run)...",
+    max_entries=64,
+)
+def _epsilon_view(
+    path: str, run_id: str, status: str, pairs_done: int, finished_at: str
+) -> pd.DataFrame:
+    from eraudit_core import views
+    from eraudit_core.audit import AuditConfig
+
+    store = _open_store(path)
+    config = AuditConfig.from_dict(store.run(run_id)["config"])
+    return views.epsilon_sweep(store.pair_results(run_id), store.steps(run_id), config)
 
 
 def run_views(run_id: str) -> dict[str, Any]:
-    """`views.run_views` for a run, recomputed only when the run's stored state changes."""
-    rec = get_store().run_progress(run_id)
-    return _run_views(
-        db_path(), run_id, str(rec["status"]), int(rec["pairs_done"]), str(rec["finished_at"])
-    )
+    """Per-run views except the epsilon sweep (see `epsilon_view`)."""
+    path, status, done, finished = _state_key(run_id)
+    return _run_views(path, run_id, status, done, finished)
+
+
+def epsilon_view(run_id: str) -> pd.DataFrame:
+    """`views.epsilon_sweep` of a run, recomputed only when its stored state changes."""
+    path, status, done, finished = _state_key(run_id)
+    return _epsilon_view(path, run_id, status, done, finished)

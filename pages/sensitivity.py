@@ -72,11 +72,11 @@ except InputError as exc:
     widgets.show_error("The analysis failed on this table:", exc)
     st.stop()
 for note in result.warnings:
-    st.warning(note)
+    st.warning(widgets.md_escape(note))
 if not result.behaviours:
     st.info("No behaviour could be analysed.")
     st.stop()
-tabs = st.tabs(list(result.behaviours))
+tabs = st.tabs([widgets.md_escape(b) for b in result.behaviours])
 for tab, (name, b) in zip(tabs, result.behaviours.items(), strict=True):
     with tab:
         m = st.columns(3)
@@ -103,4 +103,4 @@ for tab, (name, b) in zip(tabs, result.behaviours.items(), strict=True):
             st.dataframe(b.contrasts_frame(per_pair=True), hide_index=True, width="stretch")
             st.dataframe(b.cell_means_frame(), hide_index=True, width="stretch")
         for w in b.warnings:
-            st.caption(w)
+            st.caption(widgets.md_escape(w))

@@ -432,3 +432,33 @@ def test_home_imports_the_embedded_demo(tmp_path: Path, monkeypatch: pytest.Monk
         assert "Run a live demo audit" in labels
     elif info["live_pair_ids"]:
         assert any("live audit is unavailable" in c.value for c in at.caption)
+
+
+def test_sensitivity_upload_is_analysed_and_names_are_not_markdown(db: Path) -> None:
+    import pandas as pd
+
+    sample = pd.read_csv(ROOT / "data" / "sensitivity" / "petri_like_rollouts.csv")
+    evil = "[click me](http://evil.example) **bold**"
+    part = sample[sample["behaviour"] == "reward_hacking"].replace("reward_hacking", evil)
+    at = visit(app(), "pages/sensitivity.py")
+    at.radio[0].set_value("Upload a tidy table").run()
+    at.file_uploader(key="sens-upload").set_value(
+        ("rollouts.csv", part.to_csv(index=False).encode(), "text/csv")
+    ).run()
+    no_errors(at)
+    from ui.widgets import md_escape
+
+    assert [t.label for t in at.tabs] == [md_escape(evil)]
+    assert md_escape(evil).startswith("\\[click me\\]\\(http\\:")
+    metrics = {m.label: m.value for m in at.metric}
+    # The planted transcripts effect (OR 12.2, data/sensitivity/README.md) is found.
+    assert float(metrics["condition effect: LR test p"]) < 1e-6
+
+
+def test_sensitivity_bad_upload_is_reported_inline(db: Path) -> None:
+    at = visit(app(), "pages/sensitivity.py")
+    at.radio[0].set_value("Upload a tidy table").run()
+    at.file_uploader(key="sens-upload").set_value(("x.csv", b"a,b\n1,2\n", "text/csv")).run()
+    no_errors(at)
+    assert any("cannot be analysed" in e.value for e in at.error)
+    assert any("x.csv" in t.value for t in at.text)

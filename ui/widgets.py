@@ -32,6 +32,16 @@ def fmt(x: Any, digits: int = 3) -> str:
     return "n/a" if math.isnan(v) else f"{v:.{digits}f}"
 
 
+_MD_SPECIAL = set("\\`*_{}[]()<>#+-.!|~$:")
+
+
+def md_escape(text: object) -> str:
+    """Untrusted text made inert for the places Streamlit renders as markdown (tab labels,
+    alerts, captions): every markdown character is backslash-escaped, so no link, image or
+    emphasis can be injected."""
+    return "".join("\\" + c if c in _MD_SPECIAL else c for c in str(text))
+
+
 def show_error(prefix: str, exc: BaseException) -> None:
     """An error the user can act on, inline, with the library's message as plain text."""
     st.error(prefix)

@@ -365,6 +365,16 @@ _COMPOUND = re.compile(
 )
 
 
+def _several_sentences(core: str) -> bool:
+    """'Who does X help? What does he do for them': an embedded form would merge the two."""
+    if "?" in core or "!" in core:
+        return True
+    for m in re.finditer(r"(\S+)\.\s+[A-Z]", core):
+        if m.group(1) + "." not in TITLES and not re.fullmatch(r"[A-Z]", m.group(1)):
+            return True
+    return False
+
+
 def _is_compound(core: str) -> bool:
     """Two questions joined ("Who is X and what is their aim?"): rewriting one half is unsafe."""
     return _COMPOUND.search(core) is not None
@@ -373,7 +383,7 @@ def _is_compound(core: str) -> bool:
 def _embedded(core: str) -> str | None:
     """The core question as an embedded clause ("why the author says ..."), or None if unsure."""
     words = core.split()
-    if len(words) < 2 or _is_compound(core):
+    if len(words) < 2 or _is_compound(core) or _several_sentences(core):
         return None
     first = words[0].lower()
     wh_len = 1

@@ -182,6 +182,15 @@ def test_rules_do_not_front_clauses_that_may_belong_to_an_embedded_verb() -> Non
     assert not any(t.startswith("After Tina Brown") for _f, t in rule_rewrites(q))
 
 
+def test_rules_keep_multi_sentence_questions_whole() -> None:
+    q = "Who does Myles Cabot help upon returning to Poros? What does he do for them?"
+    for _f, text in rule_rewrites(q):
+        assert "What does he do for them" in text, text
+        assert "Poros?" in text or "Poros, " in text, text
+    emb = [t for _f, t in rule_rewrites("What did Sen. John McCain say?") if "tell me" in t]
+    assert "Can you tell me what Sen. John McCain said?" in emb
+
+
 def test_rules_never_drop_or_add_content_words() -> None:
     framing = set(
         [

@@ -38,6 +38,15 @@ def safe_label(text: object, limit: int = 120) -> str:
     return html.escape(s, quote=True)
 
 
+def _int_dtick(max_t: object) -> int:
+    """Whole-number tick spacing for a step axis (t counts paraphrases, never 1.5 of one)."""
+    try:
+        top = int(max_t)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        top = 1
+    return max(1, -(-top // 10))
+
+
 def _layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
     fig.update_layout(
         title={"text": title, "x": 0.0, "xanchor": "left"},
@@ -123,7 +132,7 @@ def bound_trajectory_figure(
             annotation_text=f"target p* = {target:g}",
             annotation_position="bottom right",
         )
-    fig.update_xaxes(title_text=T_AXIS, rangemode="tozero")
+    fig.update_xaxes(title_text=T_AXIS, rangemode="tozero", dtick=_int_dtick(trajectory["t"].max()))
     fig.update_yaxes(title_text=BOUND_AXIS, range=[0, 1])
     return _layout(fig, title)
 
@@ -359,6 +368,6 @@ def paraphrase_d_figure(
             line_color=STATUS_COLOURS["degraded"],
             annotation_text=f"epsilon = {epsilon:g}",
         )
-    fig.update_xaxes(title_text="position in its set (t)")
+    fig.update_xaxes(title_text="position in its set (t)", dtick=_int_dtick(steps["t"].max()))
     fig.update_yaxes(title_text="degradation score D")
     return _layout(fig, title, height=380)

@@ -9,6 +9,7 @@ did not collect (a larger epsilon after a stage-2 early stop, say), it counts th
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -76,6 +77,58 @@ def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
     return [{str(k): v for k, v in r.items()} for r in df.to_dict("records")]
 
 
+@dataclass(frozen=True)
+class PairReplay:
+    """What a pair's stored steps say independently of epsilon, computed once per pair.
+
+    `bound_if_clean` is the verdict's bound when no stored D exceeds epsilon: NaN when the
+    run stopped before collecting what that verdict needs (unavailable), 0 when a generator
+    had no paraphrases (inconclusive), else the TV-relaxed common paper bound.
+    """
+
+    max_d_stage1: float
+    max_d_stage2: float
+    bound_if_clean: float
+    status_if_clean: str
+
+    def at(self, epsilon: float) -> dict[str, Any]:
+        if self.max_d_stage1 > epsilon or self.max_d_stage2 > epsilon:
+            return {"status": "degraded", "bound": 0.0, "available": True}
+        available = self.status_if_clean != "unknown"
+        return {
+            "status": self.status_if_clean,
+            "bound": self.bound_if_clean,
+            "available": available,
+        }
+
+
+def summarise_pair(pair: Mapping[str, Any], steps: pd.DataFrame, config: AuditConfig) -> PairReplay:
+    """Reduce one pair's stored steps to what any epsilon's verdict depends on."""
+    d = steps["d"].to_numpy(dtype=float)
+    stage = steps["stage"].to_numpy()
+    max1 = float(d[stage == 1].max()) if (stage == 1).any() else -np.inf
+    max2 = float(d[stage == 2].max()) if (stage == 2).any() else -np.inf
+    generators = pair.get("generators") or []
+    if not generators:
+        if int(pair.get("stage") or 0) == 1:  # stage 2 never ran: its verdict is unknown
+            return PairReplay(max1, max2, np.nan, "unknown")
+        return PairReplay(max1, max2, 0.0, "inconclusive")
+    s2_counts = steps.loc[stage == 2, "generator"].value_counts()
+    paper_bounds = []
+    for g in generators:
+        if g["stop"] == "no paraphrases":
+            return PairReplay(max1, max2, 0.0, "inconclusive")
+        complete = g["stop"] in ("budget", "last paraphrase", "target reached") or (
+            g["n"] > 0 and g["n"] >= min(config.test_budget, g["available"])
+        )
+        if not complete:
+            return PairReplay(max1, max2, np.nan, "unknown")
+        n = int(s2_counts.get(g["generator"], 0))
+        paper_bounds.append(B.lower_confidence_bound(n, config.confidence))
+    bound = B.tv_relaxed_bound(B.common_bound(paper_bounds), config.tv_delta)
+    return PairReplay(max1, max2, bound, "certified")
+
+
 def replay_pair(
     pair: Mapping[str, Any], steps: pd.DataFrame, config: AuditConfig, epsilon: float
 ) -> dict[str, Any]:
@@ -83,37 +136,10 @@ def replay_pair(
 
     Returns {"status", "bound", "available"}; available is False when the run stopped before
     collecting the scores this epsilon needs (the stored sequence ended on a counterexample
-    that no longer counts, or a generator was never reached).
+    that no longer counts, or a generator was never reached). A counterexample anywhere in
+    the stored sequences decides the pair, whatever else is missing.
     """
-    s1 = steps[steps["stage"] == 1]
-    if (s1["d"] > epsilon).any():
-        return {"status": "degraded", "bound": 0.0, "available": True}
-    generators = pair.get("generators") or []
-    if not generators:
-        if int(pair.get("stage") or 0) == 1:
-            return {"status": "unknown", "bound": np.nan, "available": False}
-        return {"status": "inconclusive", "bound": 0.0, "available": True}
-    s2 = steps[steps["stage"] == 2]
-    # A counterexample anywhere in the stored sequences decides the pair, whatever else is missing.
-    if (s2["d"] > epsilon).any():
-        return {"status": "degraded", "bound": 0.0, "available": True}
-    paper_bounds = []
-    for g in generators:
-        n = int((s2["generator"] == g["generator"]).sum())
-        if g["stop"] == "no paraphrases":
-            return {"status": "inconclusive", "bound": 0.0, "available": True}
-        complete = g["stop"] in ("budget", "last paraphrase", "target reached") or (
-            g["n"] > 0 and g["n"] >= min(config.test_budget, g["available"])
-        )
-        if not complete:
-            return {"status": "unknown", "bound": np.nan, "available": False}
-        paper_bounds.append(B.lower_confidence_bound(n, config.confidence))
-    common = B.common_bound(paper_bounds)
-    return {
-        "status": "certified",
-        "bound": B.tv_relaxed_bound(common, config.tv_delta),
-        "available": True,
-    }
+    return summarise_pair(pair, steps, config).at(epsilon)
 
 
 def epsilon_sweep(
@@ -126,27 +152,28 @@ def epsilon_sweep(
 
     Columns: epsilon, n_questions, n_with_counterexample, mean_bound (over available pairs),
     n_unavailable (pairs whose verdict at this epsilon needs scores the run did not collect).
+    Each pair's steps are summarised once; each epsilon is then a vectorised comparison.
     """
-    by_pair = {pid: g for pid, g in steps.groupby("pair_id")} if not steps.empty else {}
-    empty = (
-        steps.iloc[0:0]
-        if not steps.empty
-        else pd.DataFrame(columns=["stage", "d", "generator", "t"])
-    )
+    cols = ["stage", "d", "generator", "t"]
+    empty = steps.iloc[0:0] if not steps.empty else pd.DataFrame(columns=cols)
+    by_pair = dict(tuple(steps.groupby("pair_id", sort=False))) if not steps.empty else {}
+    summaries = [
+        summarise_pair(rec, by_pair.get(rec["pair_id"], empty), config) for rec in _records(pairs)
+    ]
+    max_d = np.array([max(s.max_d_stage1, s.max_d_stage2) for s in summaries], dtype=float)
+    clean_bound = np.array([s.bound_if_clean for s in summaries], dtype=float)
     rows = []
     for eps in epsilons:
-        outcomes = [
-            replay_pair(rec, by_pair.get(rec["pair_id"], empty), config, float(eps))
-            for rec in _records(pairs)
-        ]
-        avail = [o for o in outcomes if o["available"]]
+        degraded = max_d > float(eps)
+        available = degraded | ~np.isnan(clean_bound)
+        bound = np.where(degraded, 0.0, clean_bound)
         rows.append(
             {
                 "epsilon": float(eps),
-                "n_questions": len(outcomes),
-                "n_with_counterexample": sum(o["status"] == "degraded" for o in avail),
-                "mean_bound": float(np.mean([o["bound"] for o in avail])) if avail else np.nan,
-                "n_unavailable": len(outcomes) - len(avail),
+                "n_questions": len(summaries),
+                "n_with_counterexample": int(degraded.sum()),
+                "mean_bound": float(bound[available].mean()) if available.any() else np.nan,
+                "n_unavailable": int((~available).sum()),
             }
         )
     return pd.DataFrame(rows)

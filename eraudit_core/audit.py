@@ -210,17 +210,16 @@ class AuditEngine:
         names: tuple[str, str] = ("pre", "post"),
     ) -> str:
         """Create the run record, then audit every item. Returns the run id."""
-        _check_items(items, self.config)
-        run_id = run_id or new_run_id()
-        self.store.create_run(
-            run_id,
-            label=label or run_id,
-            config=self.config.to_dict(),
-            n_pairs=len(items),
+        run_id = create_run_record(
+            self.store,
+            items,
+            self.config,
+            label=label,
+            run_id=run_id,
             benchmark_id=benchmark_id,
             source=source,
-            pre=(self.pre.fingerprint, names[0]),
-            post=(self.post.fingerprint, names[1]),
+            names=names,
+            fingerprints=(self.pre.fingerprint, self.post.fingerprint),
         )
         self.resume(run_id, items)
         return run_id
@@ -231,10 +230,11 @@ class AuditEngine:
         stored = AuditConfig.from_dict(run["config"])
         if stored != self.config:
             raise InputError(f"run {run_id}: the configuration differs from the stored one")
-        if (run["pre_fingerprint"], run["post_fingerprint"]) != (
-            self.pre.fingerprint,
-            self.post.fingerprint,
-        ):
+        mine = (self.pre.fingerprint, self.post.fingerprint)
+        stored_fps = (run["pre_fingerprint"] or "", run["post_fingerprint"] or "")
+        if stored_fps == ("", ""):  # created before its checkpoints were loaded
+            self.store.set_run_checkpoints(run_id, *mine)
+        elif stored_fps != mine:
             raise InputError(f"run {run_id}: the checkpoints differ from the stored ones")
         done = self.store.finished_pair_ids(run_id)
         self.store.set_run_status(run_id, "running")
@@ -463,6 +463,34 @@ class AuditEngine:
             if stop != "target reached":
                 all_reached = False
         return n_test, n_cex, bool(n_star is not None and all_reached and generators)
+
+
+def create_run_record(
+    store: Store,
+    items: Sequence[AuditItem],
+    config: AuditConfig,
+    *,
+    label: str = "",
+    run_id: str | None = None,
+    benchmark_id: str | None = None,
+    source: str = "",
+    names: tuple[str, str] = ("pre", "post"),
+    fingerprints: tuple[str, str] = ("", ""),
+) -> str:
+    """Validate the items and write a pending run; fingerprints may follow once models load."""
+    _check_items(items, config)
+    run_id = run_id or new_run_id()
+    store.create_run(
+        run_id,
+        label=label or run_id,
+        config=config.to_dict(),
+        n_pairs=len(items),
+        benchmark_id=benchmark_id,
+        source=source,
+        pre=(fingerprints[0], names[0]),
+        post=(fingerprints[1], names[1]),
+    )
+    return run_id
 
 
 def _check_items(items: Sequence[AuditItem], config: AuditConfig) -> None:

@@ -14,7 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from eraudit_core.audit import AuditConfig, AuditEngine, AuditItem, ProgressCallback, new_run_id
+from eraudit_core.audit import (
+    AuditConfig,
+    AuditEngine,
+    AuditItem,
+    ProgressCallback,
+    create_run_record,
+)
 from eraudit_core.errors import InputError
 from eraudit_core.jobs import Job, JobRunner
 from eraudit_core.store import Store
@@ -130,6 +136,61 @@ def _load_checkpoints(store: Store, pre_spec: str, post_spec: str) -> tuple[Any,
     return pre, post
 
 
+def prepare_model_run(
+    store: Store,
+    *,
+    benchmark: str,
+    pre_spec: str,
+    post_spec: str,
+    config: AuditConfig,
+    pair_ids: Sequence[str] | None = None,
+    limit: int | None = None,
+    label: str = "",
+    run_id: str | None = None,
+) -> tuple[str, list[AuditItem], AuditConfig]:
+    """Validate the inputs and write a pending run record before any model is loaded, so a
+    run that fails while loading is still listed with its error."""
+    benchmark_id = resolve_benchmark(store, benchmark)
+    items, config = build_items(store, benchmark_id, pair_ids, config, limit)
+    source = {
+        "kind": "models",
+        "benchmark_id": benchmark_id,
+        "pair_ids": [it.pair_id for it in items],
+        "pre_spec": pre_spec,
+        "post_spec": post_spec,
+    }
+    run_id = create_run_record(
+        store,
+        items,
+        config,
+        label=label or f"{post_spec} vs {pre_spec}",
+        run_id=run_id,
+        benchmark_id=benchmark_id,
+        source=json.dumps(source),
+        names=(pre_spec, post_spec),
+    )
+    return run_id, items, config
+
+
+def execute_model_run(
+    store: Store,
+    run_id: str,
+    items: Sequence[AuditItem],
+    config: AuditConfig,
+    pre_spec: str,
+    post_spec: str,
+    progress: ProgressCallback | None = None,
+    should_cancel: Callable[[], bool] | None = None,
+) -> None:
+    """Load the checkpoints (recording a failure in the run) and audit what is not done."""
+    try:
+        pre, post = _load_checkpoints(store, pre_spec, post_spec)
+    except BaseException as exc:
+        store.set_run_status(run_id, "failed", f"loading checkpoints: {type(exc).__name__}: {exc}")
+        raise
+    AuditEngine(store, pre, post, config, progress, should_cancel).resume(run_id, items)
+
+
 def run_model_audit(
     store: Store,
     *,
@@ -145,25 +206,19 @@ def run_model_audit(
     should_cancel: Callable[[], bool] | None = None,
 ) -> str:
     """Audit `post_spec` against `pre_spec` on stored paraphrases; blocks until done."""
-    benchmark_id = resolve_benchmark(store, benchmark)
-    items, config = build_items(store, benchmark_id, pair_ids, config, limit)
-    pre, post = _load_checkpoints(store, pre_spec, post_spec)
-    engine = AuditEngine(store, pre, post, config, progress, should_cancel)
-    source = {
-        "kind": "models",
-        "benchmark_id": benchmark_id,
-        "pair_ids": [it.pair_id for it in items],
-        "pre_spec": pre_spec,
-        "post_spec": post_spec,
-    }
-    return engine.start(
-        items,
-        label=label or f"{post_spec} vs {pre_spec}",
+    run_id, items, config = prepare_model_run(
+        store,
+        benchmark=benchmark,
+        pre_spec=pre_spec,
+        post_spec=post_spec,
+        config=config,
+        pair_ids=pair_ids,
+        limit=limit,
+        label=label,
         run_id=run_id,
-        benchmark_id=benchmark_id,
-        source=json.dumps(source),
-        names=(pre_spec, post_spec),
     )
+    execute_model_run(store, run_id, items, config, pre_spec, post_spec, progress, should_cancel)
+    return run_id
 
 
 def resume_run(
@@ -205,8 +260,9 @@ def resume_run(
             f"run {run_id}: its inputs were not recorded; it cannot be resumed"
         ) from None
     items, _ = build_items(store, spec["benchmark_id"], spec["pair_ids"], config)
-    pre, post = _load_checkpoints(store, spec["pre_spec"], spec["post_spec"])
-    AuditEngine(store, pre, post, config, progress, should_cancel).resume(run_id, items)
+    execute_model_run(
+        store, run_id, items, config, spec["pre_spec"], spec["post_spec"], progress, should_cancel
+    )
 
 
 def launch_audit(
@@ -220,25 +276,21 @@ def launch_audit(
     pair_ids: Sequence[str] | None = None,
     label: str = "",
 ) -> str:
-    """Start `run_model_audit` in a background thread; returns the run id at once.
-
-    The run record appears in the store once the checkpoints are loaded (seconds to a
-    minute); until then `runner.get(run_id).alive` tells the page it is loading.
-    """
-    build_items(store, benchmark_id, pair_ids, config)  # fail fast, in the caller, on bad input
-    run_id = new_run_id()
+    """Write the pending run now (bad input fails here, in the caller), then load the models
+    and audit in a background thread; returns the run id at once."""
+    run_id, items, config = prepare_model_run(
+        store,
+        benchmark=benchmark_id,
+        pre_spec=pre_spec,
+        post_spec=post_spec,
+        config=config,
+        pair_ids=pair_ids,
+        label=label,
+    )
 
     def work(cancel: threading.Event) -> None:
-        run_model_audit(
-            store,
-            benchmark=benchmark_id,
-            pre_spec=pre_spec,
-            post_spec=post_spec,
-            config=config,
-            pair_ids=pair_ids,
-            label=label,
-            run_id=run_id,
-            should_cancel=cancel.is_set,
+        execute_model_run(
+            store, run_id, items, config, pre_spec, post_spec, should_cancel=cancel.is_set
         )
 
     runner.start(run_id, work)

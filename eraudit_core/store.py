@@ -528,6 +528,14 @@ class Store:
             else:
                 w.execute("UPDATE runs SET status = ? WHERE run_id = ?", [status, run_id])
 
+    def set_run_checkpoints(self, run_id: str, pre_fingerprint: str, post_fingerprint: str) -> None:
+        """Fill in the fingerprints of a run created before its checkpoints were loaded."""
+        with self._write() as w:
+            w.execute(
+                "UPDATE runs SET pre_fingerprint = ?, post_fingerprint = ? WHERE run_id = ?",
+                [pre_fingerprint, post_fingerprint, run_id],
+            )
+
     def request_cancel(self, run_id: str) -> None:
         with self._write() as w:
             w.execute("UPDATE runs SET cancel_requested = TRUE WHERE run_id = ?", [run_id])

@@ -10,6 +10,7 @@ import math
 
 import plotly.graph_objects as go
 
+from eraudit_core.plots import safe_label
 from eraudit_core.sensitivity import BehaviourResult, Contrast
 
 PALETTE = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#9D755D")
@@ -25,10 +26,10 @@ def cell_means_figure(result: BehaviourResult) -> go.Figure:
             continue
         fig.add_trace(
             go.Scatter(
-                x=[c.pair for c in cells],
+                x=[safe_label(c.pair) for c in cells],
                 y=[c.mean for c in cells],
                 mode="markers",
-                name=cond,
+                name=safe_label(cond),
                 marker={"size": 10, "color": PALETTE[i % len(PALETTE)]},
                 error_y={
                     "type": "data",
@@ -38,16 +39,18 @@ def cell_means_figure(result: BehaviourResult) -> go.Figure:
                 },
                 customdata=[[c.n, c.ci_low, c.ci_high] for c in cells],
                 hovertemplate=(
-                    "%{x}<br>" + cond + ": mean %{y:.2f} [%{customdata[1]:.2f}, "
+                    "%{x}<br>"
+                    + safe_label(cond).replace("%", "%%")
+                    + ": mean %{y:.2f} [%{customdata[1]:.2f}, "
                     "%{customdata[2]:.2f}], n=%{customdata[0]}<extra></extra>"
                 ),
             )
         )
     fig.update_layout(
-        title=f"{result.behaviour}: mean judge score by pair and condition (95% bootstrap CI)",
+        title=f"{safe_label(result.behaviour)}: mean judge score by pair and condition (95% bootstrap CI)",
         scattermode="group",
         xaxis_title="auditor -> target",
-        yaxis_title=f"panel-averaged {result.dimension} score",
+        yaxis_title=f"panel-averaged {safe_label(result.dimension)} score",
         yaxis_range=[0.5, 10.5],
         legend_title="condition",
     )
@@ -64,9 +67,11 @@ def odds_ratio_forest(result: BehaviourResult, include_per_pair: bool = True) ->
     """Forest plot of odds ratios vs the reference condition on a log axis, with 95% Wald CIs:
     the pooled (additive-model) contrasts first, then each pair's stratified contrasts. A
     contrast flagged for separation is drawn hollow; non-finite estimates are left out."""
-    rows: list[tuple[str, Contrast]] = [(f"pooled: {c.condition}", c) for c in result.contrasts]
+    rows: list[tuple[str, Contrast]] = [
+        (f"pooled: {safe_label(c.condition)}", c) for c in result.contrasts
+    ]
     if include_per_pair:
-        rows += [(f"{c.pair}: {c.condition}", c) for c in result.per_pair]
+        rows += [(f"{safe_label(c.pair)}: {safe_label(c.condition)}", c) for c in result.per_pair]
     rows = [
         (label, c)
         for label, c in rows
@@ -83,7 +88,7 @@ def odds_ratio_forest(result: BehaviourResult, include_per_pair: bool = True) ->
                 x=[c.odds_ratio for _, c in sel],
                 y=[label for label, _ in sel],
                 mode="markers",
-                name=cond,
+                name=safe_label(cond),
                 marker={
                     "size": 10,
                     "color": colour[cond],
@@ -101,7 +106,8 @@ def odds_ratio_forest(result: BehaviourResult, include_per_pair: bool = True) ->
         )
     fig.add_vline(x=1.0, line_dash="dash", line_color="grey")
     fig.update_layout(
-        title=f"{result.behaviour}: odds ratio vs {result.reference_condition} (95% CI)",
+        title=f"{safe_label(result.behaviour)}: odds ratio vs "
+        f"{safe_label(result.reference_condition)} (95% CI)",
         xaxis_type="log",
         xaxis_title="odds ratio of a higher judge score (log scale)",
         yaxis={"autorange": "reversed"},

@@ -48,9 +48,9 @@ class AdaptConfig:
     rank: int = 8
     alpha: int = 16
     target_modules: tuple[str, ...] = ("q_proj", "v_proj", "o_proj")
-    top_layers: int = 8
-    learning_rate: float = 2e-3
-    epochs: int = 3
+    top_layers: int = 4
+    learning_rate: float = 5e-3
+    epochs: int = 2
     batch_size: int = 8
     seed: int = 0
     adversarial_fraction: float = 0.35

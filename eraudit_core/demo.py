@@ -54,16 +54,17 @@ def ensure_demo_inputs(store: Store) -> str:
     return bid
 
 
+def adversarial_targets() -> list[str]:
+    """Hidden questions the adversarial demo arm was trained to get wrong (its manifest)."""
+    manifest = DATA_DIR / "adapters" / "adversarial" / "manifest.json"
+    if not manifest.is_file():
+        return []
+    return list(json.loads(manifest.read_text()).get("adversarial_targets", []))
+
+
 def demo_live_pair_ids(store: Store, benchmark_id: str) -> list[str]:
     """Pairs for the live demo: the first adversarial targets that have paraphrase sets."""
-    manifest = DATA_DIR / "adapters" / "manifest.json"
-    targets: list[str] = []
-    if manifest.is_file():
-        data = json.loads(manifest.read_text())
-        targets = list(
-            data.get("adversarial_target_pair_ids")
-            or data.get("adversarial", {}).get("target_pair_ids", [])
-        )
+    targets = adversarial_targets()
     sets = store.paraphrase_sets(benchmark_id)
     have = (
         {p.pair_id for p in store.paraphrases(benchmark_id, role="test")}

@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from eraudit_core.audit import AuditConfig, CachedScorer
-from eraudit_core.demo import DEMO_RUNS_DIR, ensure_demo_inputs
+from eraudit_core.demo import DEMO_RUNS_DIR, adversarial_targets, ensure_demo_inputs
 from eraudit_core.runs import build_items
 from eraudit_core.store import Store
 
@@ -124,14 +124,7 @@ def main() -> int:
 
 def select_pairs(items: list, n: int) -> list:
     """Half adversarial targets, half untouched pairs, so both arms' pictures differ."""
-    manifest = ROOT / "data" / "adapters" / "manifest.json"
-    targets: set[str] = set()
-    if manifest.is_file():
-        data = json.loads(manifest.read_text())
-        targets = set(
-            data.get("adversarial_target_pair_ids")
-            or data.get("adversarial", {}).get("target_pair_ids", [])
-        )
+    targets = set(adversarial_targets())
     usable = [it for it in items if it.search and all(it.tests.values())]
     hit = [it for it in usable if it.pair_id in targets][: n // 2]
     rest = [it for it in usable if it.pair_id not in targets][: n - len(hit)]

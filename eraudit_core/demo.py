@@ -22,6 +22,19 @@ DEMO_RUNS_DIR = DATA_DIR / "demo_runs"
 DEMO_ARMS = ("honest", "adversarial")
 # A few pairs for the one-click live audit; finishes on 2 CPU cores in a few minutes.
 DEMO_LIVE_PAIR_COUNT = 3
+# Audit settings of the finished demo runs (scripts/build_demo_runs.py scores every bundled
+# paraphrase, so the dashboard can replay other epsilons from the stored scores).
+# epsilon 0.5: a paraphrase counts as a counterexample when the adapted model lost more than
+# half of its monitored gain on it.
+DEMO_AUDIT_SETTINGS: dict[str, Any] = {
+    "epsilon": 0.5,
+    "k": 0.001,
+    "confidence": 0.95,
+    "search_budget": 20,
+    "test_budget": 15,
+    "target": None,
+    "tv_delta": 0.0,
+}
 
 
 @dataclass
@@ -35,6 +48,15 @@ class DemoInfo:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def demo_live_config() -> Any:
+    """Settings of the one-click live audit: the demo settings on smaller budgets."""
+    from eraudit_core.audit import AuditConfig
+
+    return AuditConfig.from_dict(
+        {**DEMO_AUDIT_SETTINGS, "search_budget": 8, "test_budget": 16, "batch_size": 8}
+    )
 
 
 def _paraphrase_files() -> list[Path]:

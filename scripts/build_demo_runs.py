@@ -20,29 +20,23 @@ from pathlib import Path
 import pandas as pd
 
 from eraudit_core.audit import AuditConfig, CachedScorer
-from eraudit_core.demo import DEMO_RUNS_DIR, adversarial_targets, ensure_demo_inputs
+from eraudit_core.demo import (
+    DEMO_AUDIT_SETTINGS,
+    DEMO_RUNS_DIR,
+    adversarial_targets,
+    ensure_demo_inputs,
+)
 from eraudit_core.runs import build_items
 from eraudit_core.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
-
-# Audit settings of the demo runs (the dashboard can replay other epsilons from the tables).
-DEMO_CONFIG = {
-    "epsilon": 0.5,
-    "k": 0.001,
-    "confidence": 0.95,
-    "search_budget": 30,
-    "test_budget": 40,
-    "target": None,
-    "tv_delta": 0.0,
-}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--pairs", type=int, default=40, help="number of demo pairs")
+    ap.add_argument("--pairs", type=int, default=24, help="number of demo pairs")
     ap.add_argument("--db", default=str(ROOT / ".cache" / "demo_build.duckdb"), help="score cache")
     ap.add_argument("--out", default=str(DEMO_RUNS_DIR))
     args = ap.parse_args()
@@ -54,11 +48,11 @@ def main() -> int:
     t0 = time.time()
     with Store(args.db) as store:
         bid = ensure_demo_inputs(store)
-        cfg = AuditConfig.from_dict(DEMO_CONFIG)
+        cfg = AuditConfig.from_dict(DEMO_AUDIT_SETTINGS)
         all_items, cfg = build_items(store, bid, None, cfg)
         items = select_pairs(all_items, args.pairs)
         manifest: dict = {
-            "config": {**DEMO_CONFIG, "test_generators": list(cfg.test_generators)},
+            "config": {**DEMO_AUDIT_SETTINGS, "test_generators": list(cfg.test_generators)},
             "benchmark_id": bid,
             "pair_ids": [it.pair_id for it in items],
             "arms": {},

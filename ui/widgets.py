@@ -13,14 +13,12 @@ import pandas as pd
 import streamlit as st
 
 from eraudit_core import views
-from eraudit_core.audit import AuditConfig
+from eraudit_core.demo import demo_live_config
 from eraudit_core.errors import InputError, StoreError
 from ui import state
 
 # The one-click live audit: small budgets so 3 pairs finish on a laptop CPU in a few minutes.
-DEMO_LIVE_CONFIG = AuditConfig(
-    epsilon=0.1, confidence=0.95, search_budget=8, test_budget=16, batch_size=8
-)
+DEMO_LIVE_CONFIG = demo_live_config()
 STATUS_ORDER = ("degraded", "certified", "inconclusive")
 
 

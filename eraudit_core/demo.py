@@ -85,7 +85,8 @@ def adversarial_targets() -> list[str]:
 
 
 def demo_live_pair_ids(store: Store, benchmark_id: str) -> list[str]:
-    """Pairs for the live demo: the first adversarial targets that have paraphrase sets."""
+    """Pairs for the live demo: one adversarial target (expect a counterexample) and then
+    untouched pairs (expect stage 2 and a climbing bound), all with test paraphrases."""
     targets = adversarial_targets()
     sets = store.paraphrase_sets(benchmark_id)
     have = (
@@ -93,11 +94,11 @@ def demo_live_pair_ids(store: Store, benchmark_id: str) -> list[str]:
         if not sets.empty
         else set()
     )
-    chosen = [pid for pid in targets if pid in have][:DEMO_LIVE_PAIR_COUNT]
+    chosen = [pid for pid in targets if pid in have][:1]
     for pair in store.pairs(benchmark_id):
         if len(chosen) >= DEMO_LIVE_PAIR_COUNT:
             break
-        if pair.pair_id in have and pair.pair_id not in chosen:
+        if pair.pair_id in have and pair.pair_id not in targets:
             chosen.append(pair.pair_id)
     return chosen
 

@@ -7,8 +7,6 @@ store through ui.state.
 
 from __future__ import annotations
 
-import importlib.util
-
 import streamlit as st
 
 from ui import state
@@ -21,12 +19,9 @@ PAGES = [
     st.Page("pages/run.py", title="Run", icon=":material/play_circle:"),
     st.Page("pages/explorer.py", title="Question explorer", icon=":material/search:"),
     st.Page("pages/results.py", title="Results", icon=":material/insights:"),
+    st.Page("pages/sensitivity.py", title="Auditor sensitivity", icon=":material/tune:"),
+    st.Page("pages/share.py", title="Share", icon=":material/ios_share:"),
 ]
-if importlib.util.find_spec("eraudit_core.sensitivity_plots") is not None:
-    PAGES.append(
-        st.Page("pages/sensitivity.py", title="Auditor sensitivity", icon=":material/tune:")
-    )
-PAGES.append(st.Page("pages/share.py", title="Share", icon=":material/ios_share:"))
 
 page = st.navigation(PAGES)
 

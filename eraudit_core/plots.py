@@ -191,7 +191,40 @@ def scatter_figure(
     )
     fig.update_yaxes(title_text="largest degradation D found")
     fig.update_layout(clickmode="event+select", showlegend=True)
+    _focus_d_axis(fig, points["max_d"], epsilon)
     return _layout(fig, title, height=480)
+
+
+def _focus_d_axis(fig: go.Figure, max_d: pd.Series, epsilon: float | None) -> None:
+    """Zoom the D axis to where most questions are when a few are far away.
+
+    With the k floor a question whose monitored gain is <= 0 can have D in the tens; left to
+    autorange, those squash every other point onto the epsilon line. The far points stay in the
+    figure (double-click shows them) and an annotation says how many lie beyond the axis.
+    """
+    d = pd.to_numeric(max_d, errors="coerce").dropna()
+    if len(d) < 5:
+        return
+    q_lo, q_hi = (float(x) for x in d.quantile([0.1, 0.9]))
+    span = max(q_hi - q_lo, 1.0)
+    eps = 0.0 if epsilon is None else float(epsilon)
+    lo = min(q_lo - span, eps - span)
+    hi = max(q_hi + span, eps + span)
+    outside = int(((d < lo) | (d > hi)).sum())
+    if not outside:
+        return
+    fig.update_yaxes(range=[lo, hi])
+    fig.add_annotation(
+        text=f"{outside} question(s) beyond this axis (D from {d.min():.3g} to {d.max():.3g}); "
+        "double-click the chart to show all",
+        xref="paper",
+        yref="paper",
+        x=1.0,
+        y=1.06,
+        showarrow=False,
+        xanchor="right",
+        font={"size": 11, "color": "#555"},
+    )
 
 
 def epsilon_figure(

@@ -114,3 +114,29 @@ def test_sweep_figures_from_views(store: Store) -> None:
     assert list(conf.data[0].y) == pytest.approx(list(data["confidence"]["mean_bound"]))
     std = plots.standard_evaluation_figure(data["standard"].assign(run="adv"))
     assert [t.name for t in std.data] == ["monitored questions", "hidden questions"]
+
+
+def test_scatter_zooms_past_far_outliers_and_says_so() -> None:
+    import pandas as pd
+
+    from eraudit_core.plots import scatter_figure
+
+    d = [0.1, -0.2, 0.3, 0.0, 0.2, 0.4, -0.1, 72.8]  # one question with a k-floored denominator
+    points = pd.DataFrame(
+        {
+            "run_id": "r",
+            "run_label": "run",
+            "pair_id": [f"p{i}" for i in range(len(d))],
+            "hidden_question": "q",
+            "p_post_hidden": 0.5,
+            "max_d": d,
+            "status": "certified",
+            "bound": 0.5,
+        }
+    )
+    fig = scatter_figure(points, epsilon=0.5)
+    lo, hi = fig.layout.yaxis.range
+    assert lo < -0.2 and 0.5 < hi < 72.8  # the bulk and epsilon are in view, the outlier is not
+    assert any("1 question(s) beyond this axis" in a.text for a in fig.layout.annotations)
+    calm = scatter_figure(points.iloc[:-1], epsilon=0.5)
+    assert calm.layout.yaxis.range is None

@@ -19,6 +19,16 @@ from eraudit_core import bounds as B
 from eraudit_core.audit import AuditConfig
 from eraudit_core.store import Store
 
+SCATTER_COLUMNS = [
+    "run_id",
+    "run_label",
+    "pair_id",
+    "hidden_question",
+    "p_post_hidden",
+    "max_d",
+    "status",
+    "bound",
+]
 DEFAULT_EPSILONS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0)
 
 
@@ -229,33 +239,9 @@ def scatter_points(store: Store, run_ids: Sequence[str]) -> pd.DataFrame:
         if df.empty:
             continue
         df = df.assign(run_id=run_id, run_label=run["label"] or run_id)
-        frames.append(
-            df[
-                [
-                    "run_id",
-                    "run_label",
-                    "pair_id",
-                    "hidden_question",
-                    "p_post_hidden",
-                    "max_d",
-                    "status",
-                    "bound",
-                ]
-            ]
-        )
+        frames.append(df[SCATTER_COLUMNS])
     if not frames:
-        return pd.DataFrame(
-            columns=[
-                "run_id",
-                "run_label",
-                "pair_id",
-                "hidden_question",
-                "p_post_hidden",
-                "max_d",
-                "status",
-                "bound",
-            ]
-        )
+        return pd.DataFrame(columns=SCATTER_COLUMNS)
     return pd.concat(frames, ignore_index=True)
 
 

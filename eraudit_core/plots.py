@@ -199,20 +199,24 @@ def _focus_d_axis(fig: go.Figure, max_d: pd.Series, epsilon: float | None) -> No
     """Zoom the D axis to where most questions are when a few are far away.
 
     With the k floor a question whose monitored gain is <= 0 can have D in the tens; left to
-    autorange, those squash every other point onto the epsilon line. The far points stay in the
-    figure (double-click shows them) and an annotation says how many lie beyond the axis.
+    autorange, those squash every other point onto the epsilon line. A point is far when it
+    lies more than 20 median absolute deviations (at least 5 units of D) from the median; the
+    far points stay in the figure (double-click shows them) and an annotation counts them.
     """
     d = pd.to_numeric(max_d, errors="coerce").dropna()
     if len(d) < 5:
         return
-    q_lo, q_hi = (float(x) for x in d.quantile([0.1, 0.9]))
-    span = max(q_hi - q_lo, 1.0)
-    eps = 0.0 if epsilon is None else float(epsilon)
-    lo = min(q_lo - span, eps - span)
-    hi = max(q_hi + span, eps + span)
-    outside = int(((d < lo) | (d > hi)).sum())
+    med = float(d.median())
+    mad = float((d - med).abs().median())
+    far = (d - med).abs() > 20 * max(mad, 0.25)
+    outside = int(far.sum())
     if not outside:
         return
+    kept = d[~far]
+    eps = med if epsilon is None else float(epsilon)
+    lo, hi = min(float(kept.min()), eps), max(float(kept.max()), eps)
+    pad = 0.1 * max(hi - lo, 1.0)
+    lo, hi = lo - pad, hi + pad
     fig.update_yaxes(range=[lo, hi])
     fig.add_annotation(
         text=f"{outside} question(s) beyond this axis (D from {d.min():.3g} to {d.max():.3g}); "

@@ -205,36 +205,46 @@ def _binary(
     return BinaryQuestion(q, t, f)
 
 
+# (object key, (question, true, false) keys) of the monitored and the hidden question.
+_REFERENCE_FIELDS = (
+    ("Q_Y", ("question", "Y_true", "Y_false")),
+    ("Q_H", ("question", "H_true", "H_false")),
+)
+_JSONL_FIELDS = (
+    ("monitored", ("question", "true", "false")),
+    ("hidden", ("question", "true", "false")),
+)
+_TRANSCRIPT_KEYS = ("honest_transcript", "adversarial_transcript")
+
+
 def _reference_record(source: str, dataset: str, index: int, rec: Any) -> Pair:
-    where = _where(source, index, None)
-    if not isinstance(rec, Mapping):
-        raise InputError(f"{where}: must be an object, got {type(rec).__name__}")
-    title = rec.get("story_title", "")
-    if not isinstance(title, str):
-        raise InputError(f"{where}: field story_title must be a string")
-    qy = _object_field(rec, "Q_Y", where)
-    qh = _object_field(rec, "Q_H", where)
-    pid = None
-    if isinstance(qy.get("question"), str) and isinstance(qh.get("question"), str):
-        pid = reference_pair_id(dataset, title, qy["question"], qh["question"])
-    where = _where(source, index, pid)
-    monitored = _binary(qy, ("question", "Y_true", "Y_false"), where, "Q_Y")
-    hidden = _binary(qh, ("question", "H_true", "H_false"), where, "Q_H")
-    assert pid is not None
-    extra = {key: qy[key] for key in ("honest_transcript", "adversarial_transcript") if key in qy}
-    return Pair(pid, index, title, monitored, hidden, extra)
+    return _record(source, dataset, index, rec, _REFERENCE_FIELDS, jsonl=False)
 
 
 def _jsonl_record(source: str, dataset: str, index: int, rec: Any) -> Pair:
+    return _record(source, dataset, index, rec, _JSONL_FIELDS, jsonl=True)
+
+
+def _record(
+    source: str,
+    dataset: str,
+    index: int,
+    rec: Any,
+    fields: tuple[tuple[str, tuple[str, str, str]], tuple[str, tuple[str, str, str]]],
+    jsonl: bool,
+) -> Pair:
+    """One validated pair; the JSONL layout may carry its own pair_id and `extra`, the reference
+    layout keeps its debate transcripts (Q_Y.*_transcript) in `extra`."""
     where = _where(source, index, None)
     if not isinstance(rec, Mapping):
         raise InputError(f"{where}: must be an object, got {type(rec).__name__}")
     title = rec.get("story_title", "")
     if not isinstance(title, str):
         raise InputError(f"{where}: field story_title must be a string")
-    mon = _object_field(rec, "monitored", where)
-    hid = _object_field(rec, "hidden", where)
-    pid = rec.get("pair_id")
+    (m_key, m_fields), (h_key, h_fields) = fields
+    mon = _object_field(rec, m_key, where)
+    hid = _object_field(rec, h_key, where)
+    pid = rec.get("pair_id") if jsonl else None
     if pid is not None and (not isinstance(pid, str) or not pid.strip()):
         raise InputError(f"{where}: field pair_id must be a non-empty string")
     if (
@@ -244,10 +254,14 @@ def _jsonl_record(source: str, dataset: str, index: int, rec: Any) -> Pair:
     ):
         pid = reference_pair_id(dataset, title, mon["question"], hid["question"])
     where = _where(source, index, pid)
-    monitored = _binary(mon, ("question", "true", "false"), where, "monitored")
-    hidden = _binary(hid, ("question", "true", "false"), where, "hidden")
-    assert pid is not None
-    return Pair(pid, index, title, monitored, hidden, dict(rec.get("extra") or {}))
+    monitored = _binary(mon, m_fields, where, m_key)
+    hidden = _binary(hid, h_fields, where, h_key)
+    assert pid is not None  # both questions are strings once _binary has passed
+    if jsonl:
+        extra = dict(rec.get("extra") or {})
+    else:
+        extra = {key: mon[key] for key in _TRANSCRIPT_KEYS if key in mon}
+    return Pair(pid, index, title, monitored, hidden, extra)
 
 
 def _check_unique(source: str, pairs: Sequence[Pair]) -> None:

@@ -92,6 +92,13 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
+def _filtered(select: str, **equal_to: Any) -> tuple[str, list[Any]]:
+    """`select` plus `WHERE col = ?` for every filter that is not None (column names are ours)."""
+    used = {col: val for col, val in equal_to.items() if val is not None}
+    where = " AND ".join(f"{col} = ?" for col in used)
+    return (f"{select} WHERE {where}" if where else select), list(used.values())
+
+
 @dataclass(frozen=True)
 class StepRecord:
     """One scored paraphrase inside a run (stage 1: t is the position in the search set)."""
@@ -388,14 +395,15 @@ class Store:
         role: str | None = None,
         generator: str | None = None,
     ) -> list[Paraphrase]:
-        sql = "SELECT pair_id, role, generator, idx, text FROM paraphrases WHERE benchmark_id = ?"
-        params: list[Any] = [benchmark_id]
-        for col, val in (("pair_id", pair_id), ("role", role), ("generator", generator)):
-            if val is not None:
-                sql += f" AND {col} = ?"
-                params.append(val)
-        sql += " ORDER BY pair_id, role, generator, idx"
-        return [Paraphrase(r[0], r[1], r[2], r[3], r[4]) for r in self._rows(sql, params)]
+        sql, params = _filtered(
+            "SELECT pair_id, role, generator, idx, text FROM paraphrases",
+            benchmark_id=benchmark_id,
+            pair_id=pair_id,
+            role=role,
+            generator=generator,
+        )
+        rows = self._rows(sql + " ORDER BY pair_id, role, generator, idx", params)
+        return [Paraphrase(r[0], r[1], r[2], r[3], r[4]) for r in rows]
 
     def paraphrase_sets(self, benchmark_id: str | None = None) -> pd.DataFrame:
         """Counts per (benchmark, role, generator): what a run can be configured with."""
@@ -408,11 +416,9 @@ class Store:
         )
 
     def rejections(self, benchmark_id: str, pair_id: str | None = None) -> pd.DataFrame:
-        sql = "SELECT * FROM paraphrase_rejections WHERE benchmark_id = ?"
-        params: list[Any] = [benchmark_id]
-        if pair_id is not None:
-            sql += " AND pair_id = ?"
-            params.append(pair_id)
+        sql, params = _filtered(
+            "SELECT * FROM paraphrase_rejections", benchmark_id=benchmark_id, pair_id=pair_id
+        )
         return self._df(sql + " ORDER BY created_at", params)
 
     # -- score cache ---------------------------------------------------------------------
@@ -617,11 +623,7 @@ class Store:
         return df
 
     def steps(self, run_id: str, pair_id: str | None = None) -> pd.DataFrame:
-        sql = "SELECT * FROM run_steps WHERE run_id = ?"
-        params: list[Any] = [run_id]
-        if pair_id is not None:
-            sql += " AND pair_id = ?"
-            params.append(pair_id)
+        sql, params = _filtered("SELECT * FROM run_steps", run_id=run_id, pair_id=pair_id)
         return self._df(sql + " ORDER BY pair_id, stage, generator, t", params)
 
     def latest_steps(self, run_id: str, limit: int = 500) -> pd.DataFrame:

@@ -40,6 +40,7 @@ lint: install-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy eraudit_core
+	$(VENV)/bin/lint-imports
 
 # Install, lint, type-check and run the default (fast) test suite.
 test: install-dev /usr/bin/chromium lint

@@ -33,8 +33,7 @@ PAGES = [
 
 
 def build(path: Path, n_pairs: int, n_search: int, n_test: int) -> None:
-    from eraudit_core.benchmark import load_bundled_benchmark
-    from eraudit_core.store import Store
+    from eraudit_core.store import Store, load_bundled_benchmark
     from ui.synthetic import build_synthetic_store
 
     t0 = time.perf_counter()

@@ -32,7 +32,7 @@ def peak_rss_mib() -> float:
 
 
 def demo_queries(n: int) -> list:
-    from eraudit_core.benchmark import load_bundled_benchmark
+    from eraudit_core.store import load_bundled_benchmark
     from eraudit_core.types import Query
 
     queries = []

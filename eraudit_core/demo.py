@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eraudit_core.benchmark import DATA_DIR, load_bundled_benchmark
-from eraudit_core.store import Store
+from eraudit_core.paths import DATA_DIR
+from eraudit_core.store import Store, load_bundled_benchmark
 
 PARAPHRASE_DIR = DATA_DIR / "paraphrases"
 DEMO_RUNS_DIR = DATA_DIR / "demo_runs"
@@ -105,8 +105,9 @@ def demo_live_pair_ids(store: Store, benchmark_id: str) -> list[str]:
 
 def ensure_demo(store: Store) -> DemoInfo:
     """Bundled inputs plus the finished demo runs (run ids 'demo-honest', 'demo-adversarial')."""
-    from eraudit_core.audit import AuditConfig, AuditEngine
-    from eraudit_core.table_scores import (
+    from eraudit_core.audit import (
+        AuditConfig,
+        AuditEngine,
         TableVerifier,
         items_from_table,
         read_score_table,

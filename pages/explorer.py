@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from eraudit_core import plots, views
+from eraudit_core import present
 from ui import entry, explore, state, widgets
 
 entry.ensure_navigation()
@@ -16,7 +16,7 @@ run_id = widgets.need_run()
 if run_id is None:
     st.stop()
 store = state.get_store()
-questions = views.question_summary(store.pair_results(run_id))
+questions = present.question_summary(store.pair_results(run_id))
 if questions.empty:
     st.info("No question of this run has finished yet.")
     st.stop()
@@ -66,7 +66,7 @@ if row.get("bound_tolerant") is not None:
     st.caption(f"Failure-tolerant bound (beyond the paper): {widgets.fmt(row['bound_tolerant'])}")
 
 st.plotly_chart(
-    plots.bound_trajectory_figure(
+    present.bound_trajectory_figure(
         d["trajectory"],
         title="Bound per test generator",
         target=config.get("target"),
@@ -74,7 +74,9 @@ st.plotly_chart(
     ),
     key="explorer-trajectory",
 )
-st.plotly_chart(plots.paraphrase_d_figure(d["steps"], epsilon=config["epsilon"]), key="explorer-d")
+st.plotly_chart(
+    present.paraphrase_d_figure(d["steps"], epsilon=config["epsilon"]), key="explorer-d"
+)
 st.subheader(f"Every paraphrase scored ({len(d['table'])})")
 st.caption("Click a column header to sort. D > epsilon marks a counterexample.")
 st.dataframe(d["table"], hide_index=True, width="stretch")

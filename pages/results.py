@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from eraudit_core import plots, report, views
+from eraudit_core import present
 from ui import entry, state, widgets
 
 entry.ensure_navigation()
@@ -36,8 +36,9 @@ st.caption(
     "monitored question. Click a point to open that question."
 )
 event = st.plotly_chart(
-    plots.scatter_figure(
-        views.scatter_points(store, chosen), epsilon=epsilons.pop() if len(epsilons) == 1 else None
+    present.scatter_figure(
+        present.scatter_points(store, chosen),
+        epsilon=epsilons.pop() if len(epsilons) == 1 else None,
     ),
     key="results-scatter",
     on_select="rerun",
@@ -52,7 +53,7 @@ if points and points[0].get("customdata"):
 
 st.subheader("Sensitivity to the tolerance epsilon")
 sweeps = {r: state.epsilon_view(r) for r in chosen}
-st.plotly_chart(plots.epsilon_figure({label[r]: sweeps[r] for r in chosen}), key="results-eps")
+st.plotly_chart(present.epsilon_figure({label[r]: sweeps[r] for r in chosen}), key="results-eps")
 unavailable = {label[r]: int(sweeps[r]["n_unavailable"].max()) for r in chosen}
 if any(unavailable.values()):
     st.caption(
@@ -65,12 +66,12 @@ if any(unavailable.values()):
             st.text(f"{name}: up to {n} question(s) left out")
 st.subheader("Bounds across confidence levels")
 st.plotly_chart(
-    plots.confidence_figure({label[r]: data[r]["confidence"] for r in chosen}), key="results-conf"
+    present.confidence_figure({label[r]: data[r]["confidence"] for r in chosen}), key="results-conf"
 )
 
 st.subheader("Standard evaluation (original questions)")
 std = widgets.concat([data[r]["standard"] for r in chosen])
-st.plotly_chart(plots.standard_evaluation_figure(std), key="results-std")
+st.plotly_chart(present.standard_evaluation_figure(std), key="results-std")
 st.dataframe(std, hide_index=True, width="stretch")
 
 st.subheader("Compare two runs side by side")
@@ -85,7 +86,7 @@ b = c2.selectbox(
 )
 for col, rid in ((c1, a), (c2, b)):
     with col:
-        verdict = report.run_verdict(store.run(rid), store.pair_results(rid))
+        verdict = present.run_verdict(store.run(rid), store.pair_results(rid))
         st.text(verdict["headline"])
         widgets.run_card(rid)
         with st.expander("In plain words"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from eraudit_core import sensitivity_plots
+from eraudit_core import sensitivity
 from eraudit_core.errors import InputError
 from ui import entry, state, widgets
 from ui import sensitivity_view as sv
@@ -96,9 +96,9 @@ for tab, (name, b) in zip(tabs, result.behaviours.items(), strict=True):
         m[2].metric(
             "judge agreement (Krippendorff alpha)", "n/a" if alpha is None else f"{alpha:.2f}"
         )
-        st.plotly_chart(sensitivity_plots.odds_ratio_forest(b), key=f"forest-{name}")
+        st.plotly_chart(sensitivity.odds_ratio_forest(b), key=f"forest-{name}")
         st.dataframe(b.contrasts_frame(), hide_index=True, width="stretch")
-        st.plotly_chart(sensitivity_plots.cell_means_figure(b), key=f"cells-{name}")
+        st.plotly_chart(sensitivity.cell_means_figure(b), key=f"cells-{name}")
         with st.expander("Per-pair contrasts and cell means"):
             st.dataframe(b.contrasts_frame(per_pair=True), hide_index=True, width="stretch")
             st.dataframe(b.cell_means_frame(), hide_index=True, width="stretch")

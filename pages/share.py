@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from eraudit_core import report
+from eraudit_core import present
 from eraudit_core.errors import InputError
 from ui import entry, state, widgets
 
@@ -26,7 +26,7 @@ if not chosen:
 
 st.subheader("In plain words")
 for rid in chosen:
-    verdict = report.run_verdict(store.run(rid), store.pair_results(rid))
+    verdict = present.run_verdict(store.run(rid), store.pair_results(rid))
     with st.container(border=True):
         st.text(verdict["headline"])
         for sentence in verdict["sentences"]:
@@ -42,7 +42,7 @@ if st.button("Build the report", type="primary"):
     try:
         st.session_state["report_html"] = (
             tuple(chosen),
-            report.build_report(store, chosen, title=title),
+            present.build_report(store, chosen, title=title),
         )
     except InputError as exc:
         widgets.show_error("The report could not be built:", exc)
@@ -58,21 +58,21 @@ if built and built[0] == tuple(chosen):
     st.caption(f"{len(built[1]) / 1e6:.1f} MB, including the plotting library.")
 
 st.subheader("Tables")
-fmt = st.radio("Format", list(report.EXPORT_FORMATS), horizontal=True)
+fmt = st.radio("Format", list(present.EXPORT_FORMATS), horizontal=True)
 mime = "text/csv" if fmt == "csv" else "application/vnd.apache.parquet"
 for rid in chosen:
     st.text(str(store.run(rid).get("label") or rid))
     c1, c2 = st.columns(2)
     c1.download_button(
         "Per-question results",
-        data=lambda rid=rid: report.table_bytes(report.pair_table(store, rid), fmt),
+        data=lambda rid=rid: present.table_bytes(present.pair_table(store, rid), fmt),
         file_name=f"{rid}_pairs.{fmt}",
         mime=mime,
         key=f"pairs-{rid}-{fmt}",
     )
     c2.download_button(
         "Per-paraphrase results",
-        data=lambda rid=rid: report.table_bytes(report.paraphrase_table(store, rid), fmt),
+        data=lambda rid=rid: present.table_bytes(present.paraphrase_table(store, rid), fmt),
         file_name=f"{rid}_paraphrases.{fmt}",
         mime=mime,
         key=f"paras-{rid}-{fmt}",

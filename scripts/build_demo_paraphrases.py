@@ -18,13 +18,13 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from eraudit_core.benchmark import load_bundled_benchmark
 from eraudit_core.paraphrase import (
     FilterConfig,
     build_paraphrase_sets,
     create_generator,
     write_paraphrase_file,
 )
+from eraudit_core.store import load_bundled_benchmark
 
 OUT_DIR = Path(__file__).resolve().parent.parent / "data" / "paraphrases"
 N_SEARCH = 20

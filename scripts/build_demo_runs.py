@@ -19,14 +19,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from eraudit_core.audit import AuditConfig, CachedScorer
+from eraudit_core.audit import AuditConfig, CachedScorer, build_items
 from eraudit_core.demo import (
     DEMO_AUDIT_SETTINGS,
     DEMO_RUNS_DIR,
     adversarial_targets,
     ensure_demo_inputs,
 )
-from eraudit_core.runs import build_items
 from eraudit_core.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent

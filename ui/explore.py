@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from eraudit_core import views
+from eraudit_core import present
 from ui import state
 
 PAIR_KEY = "explorer_pair"
@@ -85,7 +85,7 @@ def pair_detail(run_id: str, pair_id: str) -> dict[str, Any]:
         "pair": options,
         "steps": steps,
         "table": table,
-        "trajectory": views.bound_trajectory(steps),
+        "trajectory": present.bound_trajectory_frame(steps),
     }
 
 

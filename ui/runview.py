@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from eraudit_core import plots, views
+from eraudit_core import present
 from eraudit_core.audit import AuditConfig
 from eraudit_core.errors import InputError, StoreError
 from ui import state, widgets
@@ -47,7 +47,7 @@ def make_config(**fields: Any) -> AuditConfig | None:
 
 
 def cost(benchmark_id: str, pair_ids: list[str], config: AuditConfig) -> dict[str, Any] | None:
-    from eraudit_core.runs import expected_queries
+    from eraudit_core.audit import expected_queries
 
     try:
         return expected_queries(state.get_store(), benchmark_id, pair_ids, config)
@@ -65,7 +65,7 @@ def launch(
     label: str,
 ) -> str:
     """Validate the checkpoint specs here (fast), then start the run in the background."""
-    from eraudit_core.runs import launch_audit
+    from eraudit_core.audit import launch_audit
 
     for spec in (pre_spec, post_spec):
         state.validate_checkpoint_spec(spec)
@@ -84,7 +84,7 @@ def launch(
 
 
 def resume(run_id: str) -> None:
-    from eraudit_core.runs import resume_audit
+    from eraudit_core.audit import resume_audit
 
     try:
         resume_audit(state.get_store(), state.get_runner(), run_id)
@@ -192,9 +192,9 @@ def _panel(run_id: str, was_active: bool) -> None:
         st.caption("The bound chart appears when the sequential test (stage 2) starts.")
     else:
         pair_id = str(latest["pair_id"].iloc[0])
-        traj = views.bound_trajectory(store.steps(run_id, pair_id))
+        traj = present.bound_trajectory_frame(store.steps(run_id, pair_id))
         target = rec["config"].get("target")
-        fig = plots.bound_trajectory_figure(
+        fig = present.bound_trajectory_figure(
             traj, title=f"Live bound, question {pair_id}", target=target
         )
         st.plotly_chart(fig, key=f"live-{run_id}", config={"displaylogo": False})

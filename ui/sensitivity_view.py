@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from eraudit_core.benchmark import DATA_DIR
 from eraudit_core.errors import InputError
+from eraudit_core.paths import DATA_DIR
 from ui import state
 
 SAMPLE = DATA_DIR / "sensitivity" / "petri_like_rollouts.csv"
@@ -23,7 +23,7 @@ MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 
 def read_upload(filename: str, data: bytes) -> pd.DataFrame:
     """A tidy table from uploaded CSV/Parquet bytes (validated; errors name row and field)."""
-    from eraudit_core.sensitivity_import import read_tidy_table
+    from eraudit_core.sensitivity import read_tidy_table
 
     if len(data) > MAX_UPLOAD_BYTES:
         raise InputError(f"{filename}: more than {MAX_UPLOAD_BYTES / 1e6:.0f} MB; nothing was read")
@@ -37,7 +37,7 @@ def read_upload(filename: str, data: bytes) -> pd.DataFrame:
 
 
 def read_sample() -> pd.DataFrame:
-    from eraudit_core.sensitivity_import import read_tidy_table
+    from eraudit_core.sensitivity import read_tidy_table
 
     return read_tidy_table(SAMPLE).table
 

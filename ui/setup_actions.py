@@ -12,13 +12,13 @@ from typing import Any
 
 import pandas as pd
 
-from eraudit_core.benchmark import (
+from eraudit_core.errors import InputError
+from eraudit_core.store import (
     MAX_BENCHMARK_BYTES,
     guess_dataset_name,
     load_benchmark,
     parse_benchmark,
 )
-from eraudit_core.errors import InputError
 from ui import state
 
 # Uploads above this are refused before they are read (the store keeps texts, not files).

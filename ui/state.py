@@ -197,7 +197,7 @@ def _state_key(run_id: str) -> tuple[str, str, int, str]:
 def _run_views(
     path: str, run_id: str, status: str, pairs_done: int, finished_at: str
 ) -> dict[str, Any]:
-    from eraudit_core import views
+    from eraudit_core import present
     from eraudit_core.audit import AuditConfig
 
     store = _open_store(path)
@@ -206,9 +206,9 @@ def _run_views(
     config = AuditConfig.from_dict(run["config"])
     return {
         "pairs": pairs,
-        "questions": views.question_summary(pairs),
-        "standard": views.standard_evaluation(pairs, str(run["label"] or run_id)),
-        "confidence": views.confidence_sweep(pairs, config),
+        "questions": present.question_summary(pairs),
+        "standard": present.standard_evaluation(pairs, str(run["label"] or run_id)),
+        "confidence": present.confidence_sweep(pairs, config),
     }
 
 
@@ -219,12 +219,12 @@ def _run_views(
 def _epsilon_view(
     path: str, run_id: str, status: str, pairs_done: int, finished_at: str
 ) -> pd.DataFrame:
-    from eraudit_core import views
+    from eraudit_core import present
     from eraudit_core.audit import AuditConfig
 
     store = _open_store(path)
     config = AuditConfig.from_dict(store.run(run_id)["config"])
-    return views.epsilon_sweep(store.pair_results(run_id), store.steps(run_id), config)
+    return present.epsilon_sweep(store.pair_results(run_id), store.steps(run_id), config)
 
 
 def run_views(run_id: str) -> dict[str, Any]:

@@ -16,10 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from eraudit_core.audit import AuditConfig, AuditEngine
-from eraudit_core.benchmark import Benchmark, parse_benchmark
-from eraudit_core.store import Store
-from eraudit_core.table_scores import TableVerifier, items_from_table
+from eraudit_core.audit import AuditConfig, AuditEngine, TableVerifier, items_from_table
+from eraudit_core.store import Benchmark, Store, parse_benchmark
 from eraudit_core.types import Pair, Paraphrase
 
 ARMS = ("honest", "adversarial")

@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from eraudit_core import views
+from eraudit_core import present
 from eraudit_core.demo import demo_live_config
 from eraudit_core.errors import InputError, StoreError
 from ui import state
@@ -75,7 +75,7 @@ def run_card(run_id: str) -> None:
         st.caption(f"Run {run_id} is not in the store.")
         return
     pairs = store.pair_results(run_id)
-    ov = views.run_overview(pairs)
+    ov = present.run_overview(pairs)
     with st.container(border=True):
         st.text(str(run.get("label") or run_id))
         st.caption(f"status: {run['status']} - confidence {run['config'].get('confidence')}")
@@ -100,7 +100,7 @@ def demo_models_missing() -> str | None:
 
 def launch_demo_audit(demo: dict[str, Any]) -> str | None:
     """Start the one-click live audit (demo:base vs demo:adversarial on a few pairs)."""
-    from eraudit_core.runs import launch_audit
+    from eraudit_core.audit import launch_audit
 
     try:
         run_id = launch_audit(
@@ -137,8 +137,8 @@ def concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
 def compare_table(store: Any, left: str, right: str) -> pd.DataFrame:
     """Per-question verdicts of two runs next to each other (outer join on pair id)."""
     cols = ["pair_id", "pair_index", "hidden_question", "status", "max_d", "bound"]
-    a = views.question_summary(store.pair_results(left))[cols]
-    b = views.question_summary(store.pair_results(right))[cols]
+    a = present.question_summary(store.pair_results(left))[cols]
+    b = present.question_summary(store.pair_results(right))[cols]
     merged = a.merge(
         b.drop(columns=["hidden_question", "pair_index"]),
         on="pair_id",

@@ -1,0 +1,92 @@
+"""The ER-Audit engine (DESIGN.md §4): degradation score, bounds, two-stage audit, runs.
+
+`AuditEngine` runs stage 1 (counterexample search) and stage 2 (the sequential test) over
+`AuditItem`s and writes every step to the store; `run_model_audit` / `resume_run` start and
+resume audits of real checkpoints; `read_score_table` + `TableVerifier` audit precomputed
+probabilities. The math is importable on its own: `degradation_score`, `lower_confidence_bound`,
+`common_bound`, `tv_relaxed_bound`, `failure_tolerant_lower_bound`.
+"""
+
+from __future__ import annotations
+
+from eraudit_core.audit._bounds import (
+    CONFIDENCE_LEVELS,
+    bound_trajectory,
+    bounds_across_confidence,
+    common_bound,
+    failure_tolerant_lower_bound,
+    failure_tolerant_trajectory,
+    lower_confidence_bound,
+    required_successes,
+    tv_relaxed_bound,
+)
+from eraudit_core.audit._degradation import (
+    DEFAULT_K,
+    degradation_denominator,
+    degradation_score,
+    is_counterexample,
+    monitored_gain,
+)
+from eraudit_core.audit._engine import (
+    AuditConfig,
+    AuditEngine,
+    AuditItem,
+    CachedScorer,
+    Progress,
+    ProgressCallback,
+    create_run_record,
+    new_run_id,
+)
+from eraudit_core.audit._runs import (
+    build_items,
+    execute_model_run,
+    expected_queries,
+    launch_audit,
+    prepare_model_run,
+    resume_audit,
+    resume_run,
+    run_model_audit,
+)
+from eraudit_core.audit._table_scores import (
+    TableVerifier,
+    items_from_table,
+    read_score_table,
+    table_digest,
+)
+
+__all__ = [
+    "AuditConfig",
+    "AuditEngine",
+    "AuditItem",
+    "CONFIDENCE_LEVELS",
+    "CachedScorer",
+    "DEFAULT_K",
+    "Progress",
+    "ProgressCallback",
+    "TableVerifier",
+    "bound_trajectory",
+    "bounds_across_confidence",
+    "build_items",
+    "common_bound",
+    "create_run_record",
+    "degradation_denominator",
+    "degradation_score",
+    "execute_model_run",
+    "expected_queries",
+    "failure_tolerant_lower_bound",
+    "failure_tolerant_trajectory",
+    "is_counterexample",
+    "items_from_table",
+    "launch_audit",
+    "lower_confidence_bound",
+    "monitored_gain",
+    "new_run_id",
+    "prepare_model_run",
+    "read_score_table",
+    "required_successes",
+    "resume_audit",
+    "resume_run",
+    "run_model_audit",
+    "table_digest",
+    "tv_relaxed_bound",
+]

@@ -1,0 +1,307 @@
+"""Starting, resuming and sizing audits of real checkpoints over stored inputs.
+
+The glue between the store (benchmark pairs, paraphrase sets), the verifier backends and the
+engine, shared by the CLI and the dashboard so both start runs the same way. A run's inputs
+(benchmark, pair ids, checkpoint specs) are written into `runs.source` as JSON, which is what
+lets `resume_run` rebuild the same items after a crash or an app restart.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from eraudit_core.audit._engine import (
+    AuditConfig,
+    AuditEngine,
+    AuditItem,
+    ProgressCallback,
+    create_run_record,
+)
+from eraudit_core.errors import InputError
+from eraudit_core.jobs import Job, JobRunner
+from eraudit_core.store import Store
+from eraudit_core.types import Paraphrase, Query
+
+
+def resolve_benchmark(store: Store, benchmark: str) -> str:
+    """A stored benchmark id (raises InputError naming the id when absent).
+
+    The embedded demo's inputs are imported by the caller (`eraudit_core.demo`), which sits
+    above this layer.
+    """
+    store.pairs(benchmark)
+    return benchmark
+
+
+def build_items(
+    store: Store,
+    benchmark_id: str,
+    pair_ids: Sequence[str] | None,
+    config: AuditConfig,
+    limit: int | None = None,
+) -> tuple[list[AuditItem], AuditConfig]:
+    """Audit items from stored pairs and paraphrases; fills in the generators when unset.
+
+    Test generators default to every stored test generator, by name; the returned config
+    records the ones used so the run is reproducible.
+    """
+    pairs = store.pairs(benchmark_id)
+    if pair_ids:
+        known = {p.pair_id: p for p in pairs}
+        unknown = [pid for pid in pair_ids if pid not in known]
+        if unknown:
+            raise InputError(
+                f"benchmark {benchmark_id}: unknown pair id(s) {', '.join(unknown[:5])}"
+            )
+        pairs = [known[pid] for pid in pair_ids]
+    if limit:
+        pairs = pairs[:limit]
+    sets = store.paraphrase_sets(benchmark_id)
+    test_gens = config.test_generators or tuple(
+        sorted(sets.loc[sets["role"] == "test", "generator"].unique())
+    )
+    search_gens = config.search_generators or tuple(
+        sorted(sets.loc[sets["role"] == "search", "generator"].unique())
+    )
+    config = replace(config, test_generators=tuple(test_gens), search_generators=tuple(search_gens))
+    items = []
+    for pair in pairs:
+        paras = store.paraphrases(benchmark_id, pair_id=pair.pair_id)
+        search = tuple(p for p in paras if p.role == "search" and p.generator in search_gens)
+        tests: dict[str, tuple[Paraphrase, ...]] = {
+            g: tuple(p for p in paras if p.role == "test" and p.generator == g) for g in test_gens
+        }
+        items.append(
+            AuditItem(
+                pair_id=pair.pair_id,
+                index=pair.index,
+                monitored=Query(
+                    pair.pair_id,
+                    pair.monitored.question,
+                    pair.monitored.true_option,
+                    pair.monitored.false_option,
+                ),
+                hidden=Query(
+                    pair.pair_id,
+                    pair.hidden.question,
+                    pair.hidden.true_option,
+                    pair.hidden.false_option,
+                ),
+                search=search,
+                tests=tests,
+            )
+        )
+    return items, config
+
+
+def expected_queries(
+    store: Store,
+    benchmark_id: str,
+    pair_ids: Sequence[str] | None,
+    config: AuditConfig,
+    limit: int | None = None,
+) -> dict[str, Any]:
+    """What a run will cost before it starts: n* and the most model queries it can make.
+
+    A query is one question put to one checkpoint (two forward passes: both answer orders).
+    """
+    items, config = build_items(store, benchmark_id, pair_ids, config, limit)
+    per_gen_cap = (
+        config.test_budget if config.n_star is None else min(config.test_budget, config.n_star)
+    )
+    search = sum(min(len(it.search), config.search_budget) for it in items)
+    test = sum(min(len(ps), per_gen_cap) for it in items for ps in it.tests.values())
+    canonical = 2 * len(items)
+    return {
+        "n_pairs": len(items),
+        "n_star": config.n_star,
+        "test_generators": list(config.test_generators),
+        "search_paraphrases": search,
+        "max_test_paraphrases": test,
+        "max_model_queries": 2 * (canonical + search + test),
+        "max_forward_passes": 4 * (canonical + search + test),
+    }
+
+
+def _load_checkpoints(store: Store, pre_spec: str, post_spec: str) -> tuple[Any, Any]:
+    from eraudit_core.verifier import CheckpointSpec, load_pair
+
+    pre, post = load_pair(CheckpointSpec.parse(pre_spec), CheckpointSpec.parse(post_spec))
+    for verifier, spec in ((pre, pre_spec), (post, post_spec)):
+        store.register_checkpoint(verifier.fingerprint, spec, verifier.describe())
+    return pre, post
+
+
+def prepare_model_run(
+    store: Store,
+    *,
+    benchmark: str,
+    pre_spec: str,
+    post_spec: str,
+    config: AuditConfig,
+    pair_ids: Sequence[str] | None = None,
+    limit: int | None = None,
+    label: str = "",
+    run_id: str | None = None,
+) -> tuple[str, list[AuditItem], AuditConfig]:
+    """Validate the inputs and write a pending run record before any model is loaded, so a
+    run that fails while loading is still listed with its error."""
+    benchmark_id = resolve_benchmark(store, benchmark)
+    items, config = build_items(store, benchmark_id, pair_ids, config, limit)
+    source = {
+        "kind": "models",
+        "benchmark_id": benchmark_id,
+        "pair_ids": [it.pair_id for it in items],
+        "pre_spec": pre_spec,
+        "post_spec": post_spec,
+    }
+    run_id = create_run_record(
+        store,
+        items,
+        config,
+        label=label or f"{post_spec} vs {pre_spec}",
+        run_id=run_id,
+        benchmark_id=benchmark_id,
+        source=json.dumps(source),
+        names=(pre_spec, post_spec),
+    )
+    return run_id, items, config
+
+
+def execute_model_run(
+    store: Store,
+    run_id: str,
+    items: Sequence[AuditItem],
+    config: AuditConfig,
+    pre_spec: str,
+    post_spec: str,
+    progress: ProgressCallback | None = None,
+    should_cancel: Callable[[], bool] | None = None,
+) -> None:
+    """Load the checkpoints (recording a failure in the run) and audit what is not done."""
+    try:
+        pre, post = _load_checkpoints(store, pre_spec, post_spec)
+    except BaseException as exc:
+        store.set_run_status(run_id, "failed", f"loading checkpoints: {type(exc).__name__}: {exc}")
+        raise
+    AuditEngine(store, pre, post, config, progress, should_cancel).resume(run_id, items)
+
+
+def run_model_audit(
+    store: Store,
+    *,
+    benchmark: str,
+    pre_spec: str,
+    post_spec: str,
+    config: AuditConfig,
+    pair_ids: Sequence[str] | None = None,
+    limit: int | None = None,
+    label: str = "",
+    run_id: str | None = None,
+    progress: ProgressCallback | None = None,
+    should_cancel: Callable[[], bool] | None = None,
+) -> str:
+    """Audit `post_spec` against `pre_spec` on stored paraphrases; blocks until done."""
+    run_id, items, config = prepare_model_run(
+        store,
+        benchmark=benchmark,
+        pre_spec=pre_spec,
+        post_spec=post_spec,
+        config=config,
+        pair_ids=pair_ids,
+        limit=limit,
+        label=label,
+        run_id=run_id,
+    )
+    execute_model_run(store, run_id, items, config, pre_spec, post_spec, progress, should_cancel)
+    return run_id
+
+
+def resume_run(
+    store: Store,
+    run_id: str,
+    progress: ProgressCallback | None = None,
+    should_cancel: Callable[[], bool] | None = None,
+) -> None:
+    """Finish a run from what is stored: done pairs are kept, cached scores are reused."""
+    run = store.run(run_id)
+    config = AuditConfig.from_dict(run["config"])
+    source = run["source"] or ""
+    if source.startswith("table:"):
+        from eraudit_core.audit._table_scores import (
+            TableVerifier,
+            items_from_table,
+            read_score_table,
+            table_digest,
+        )
+
+        path = source.removeprefix("table:")
+        df = read_score_table(path)
+        items, _ = items_from_table(df, source=path)
+        digest = table_digest(path)
+        engine = AuditEngine(
+            store,
+            TableVerifier(df, "p_pre", digest),
+            TableVerifier(df, "p_post", digest),
+            config,
+            progress,
+            should_cancel,
+        )
+        engine.resume(run_id, items)
+        return
+    try:
+        spec = json.loads(source)
+    except json.JSONDecodeError:
+        raise InputError(
+            f"run {run_id}: its inputs were not recorded; it cannot be resumed"
+        ) from None
+    items, _ = build_items(store, spec["benchmark_id"], spec["pair_ids"], config)
+    execute_model_run(
+        store, run_id, items, config, spec["pre_spec"], spec["post_spec"], progress, should_cancel
+    )
+
+
+def launch_audit(
+    store: Store,
+    runner: JobRunner,
+    *,
+    benchmark_id: str,
+    pre_spec: str,
+    post_spec: str,
+    config: AuditConfig,
+    pair_ids: Sequence[str] | None = None,
+    label: str = "",
+) -> str:
+    """Write the pending run now (bad input fails here, in the caller), then load the models
+    and audit in a background thread; returns the run id at once."""
+    run_id, items, config = prepare_model_run(
+        store,
+        benchmark=benchmark_id,
+        pre_spec=pre_spec,
+        post_spec=post_spec,
+        config=config,
+        pair_ids=pair_ids,
+        label=label,
+    )
+
+    def work(cancel: threading.Event) -> None:
+        execute_model_run(
+            store, run_id, items, config, pre_spec, post_spec, should_cancel=cancel.is_set
+        )
+
+    runner.start(run_id, work)
+    return run_id
+
+
+def resume_audit(store: Store, runner: JobRunner, run_id: str) -> Job:
+    """Resume a stored run in a background thread."""
+    store.run(run_id)
+
+    def work(cancel: threading.Event) -> None:
+        resume_run(store, run_id, should_cancel=cancel.is_set)
+
+    return runner.start(run_id, work)

@@ -1,0 +1,314 @@
+"""`eraudit` subcommands of the engine: import, audit (from a score table or models), runs,
+show, sweeps, resume. Scripts depend on the JSON printed here: keep its keys stable."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any
+
+from eraudit_core.errors import InputError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("import-benchmark", help="validate and store a benchmark file")
+    p.add_argument("path", help="reference JSON (QuALITY-H/GPQA-H layout) or project JSONL")
+    p.add_argument("--name", help="dataset name used in pair ids (default: from the file name)")
+    p.add_argument("--db", required=True, help="DuckDB store file")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_import_benchmark)
+
+    p = subparsers.add_parser(
+        "audit-table", help="audit precomputed probabilities (CSV/Parquet score table)"
+    )
+    p.add_argument("scores", help="table with pair_id, role, generator, idx, text, p_pre, p_post")
+    _config_args(p)
+    p.add_argument("--db", required=True)
+    p.add_argument("--label", default="", help="a name for the run")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_audit_table)
+
+    p = subparsers.add_parser("audit", help="audit a checkpoint pair on stored paraphrases")
+    p.add_argument("--db", required=True)
+    p.add_argument("--benchmark", default="bundled", help="stored benchmark id, or 'bundled'")
+    p.add_argument("--pre", required=True, help="checkpoint spec, e.g. demo:base")
+    p.add_argument("--post", required=True, help="checkpoint spec, e.g. demo:adversarial")
+    p.add_argument("--pairs", default="", help="comma-separated pair ids (default: all)")
+    p.add_argument("--limit", type=int, default=0, help="audit only the first N pairs")
+    p.add_argument("--search-generators", default="", help="comma-separated (default: all stored)")
+    p.add_argument("--test-generators", default="", help="comma-separated, in order")
+    _config_args(p)
+    p.add_argument("--label", default="")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_audit_models)
+
+    p = subparsers.add_parser("resume", help="resume an interrupted or cancelled run")
+    p.add_argument("run_id")
+    p.add_argument("--db", required=True)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_resume)
+
+    p = subparsers.add_parser("runs", help="list stored runs")
+    p.add_argument("--db", required=True)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_runs)
+
+    p = subparsers.add_parser("show", help="a run's per-pair summary table")
+    p.add_argument("run_id")
+    p.add_argument("--db", required=True)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_show)
+
+    p = subparsers.add_parser("sweeps", help="recompute epsilon and confidence sweeps")
+    p.add_argument("run_id")
+    p.add_argument("--db", required=True)
+    p.add_argument("--epsilons", default="", help="comma-separated epsilon values")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_sweeps)
+
+    p = subparsers.add_parser("demo", help="load the embedded demo into a store")
+    p.add_argument("--db", required=True)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_demo)
+
+
+def _config_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--epsilon", type=float, default=0.1, help="counterexample iff D > epsilon")
+    p.add_argument("--k", type=float, default=0.001, help="floor of the denominator max(k, g)")
+    p.add_argument("--confidence", type=float, default=0.95, help="e.g. 0.95 (alpha = 0.05)")
+    p.add_argument("--budget", type=int, default=100, help="stage-2 budget per generator")
+    p.add_argument("--search-budget", type=int, default=100, help="stage-1 paraphrases per pair")
+    p.add_argument("--target", type=float, default=None, help="stop a generator once L_t >= p*")
+    p.add_argument("--tv", type=float, default=0.0, help="total-variation delta (assumption)")
+    p.add_argument(
+        "--continue-after-counterexample",
+        action="store_true",
+        help="keep testing after a stage-2 counterexample (for the failure-tolerant bound)",
+    )
+
+
+def _config(args: argparse.Namespace, test_generators: tuple[str, ...], **extra: Any):  # type: ignore[no-untyped-def]
+    from eraudit_core.audit import AuditConfig
+
+    return AuditConfig(
+        epsilon=args.epsilon,
+        k=args.k,
+        confidence=args.confidence,
+        search_budget=args.search_budget,
+        test_budget=args.budget,
+        target=args.target,
+        tv_delta=args.tv,
+        test_generators=test_generators,
+        continue_after_counterexample=args.continue_after_counterexample,
+        **extra,
+    )
+
+
+def _num(x: Any) -> Any:
+    """JSON-safe number: NaN/None become null."""
+    if x is None:
+        return None
+    try:
+        f = float(x)
+    except (TypeError, ValueError):
+        return x
+    return None if math.isnan(f) else f
+
+
+def pair_summary_json(store: Any, run_id: str) -> dict[str, Any]:
+    """The stable audit-table JSON: run id plus one object a pair."""
+    df = store.pair_results(run_id)
+    pairs = [
+        {
+            "pair_id": r["pair_id"],
+            "status": r["status"],
+            "stage": None if r["stage"] is None or _num(r["stage"]) is None else int(r["stage"]),
+            "max_d": _num(r["max_d"]),
+            "n_counterexamples": int(r["n_counterexamples"]),
+            "bound": _num(r["bound"]),
+            "bound_tolerant": _num(r["bound_tolerant"]),
+            "n_test": int(r["n_test"]),
+            "gain": _num(r["gain"]),
+        }
+        for r in df.to_dict("records")
+    ]
+    return {"run_id": run_id, "pairs": pairs}
+
+
+def _print(obj: Any, as_json: bool) -> None:
+    if as_json:
+        json.dump(obj, sys.stdout, default=str)
+        sys.stdout.write("\n")
+    else:
+        import pandas as pd
+
+        if isinstance(obj, pd.DataFrame):
+            print(obj.to_string(index=False))
+        else:
+            print(json.dumps(obj, indent=2, default=str))
+
+
+def cmd_import_benchmark(args: argparse.Namespace) -> int:
+    from eraudit_core.store import Store, load_benchmark
+
+    bench = load_benchmark(args.path, name=args.name)
+    with Store(args.db) as store:
+        bid = store.add_benchmark(bench)
+    _print({"benchmark_id": bid, "n_pairs": len(bench.pairs), "layout": bench.layout}, args.json)
+    return 0
+
+
+def cmd_audit_table(args: argparse.Namespace) -> int:
+    from eraudit_core.audit import (
+        AuditEngine,
+        TableVerifier,
+        items_from_table,
+        read_score_table,
+        table_digest,
+    )
+    from eraudit_core.store import Store
+
+    df = read_score_table(args.scores)
+    items, test_gens = items_from_table(df, source=args.scores)
+    config = _config(args, test_gens)
+    digest = table_digest(args.scores)
+    with Store(args.db) as store:
+        engine = AuditEngine(
+            store,
+            TableVerifier(df, "p_pre", digest),
+            TableVerifier(df, "p_post", digest),
+            config,
+        )
+        run_id = engine.start(
+            items,
+            label=args.label or f"table {args.scores}",
+            source=f"table:{args.scores}",
+            names=(f"{args.scores}:p_pre", f"{args.scores}:p_post"),
+        )
+        _print(pair_summary_json(store, run_id), args.json)
+    return 0
+
+
+def _split(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def cmd_audit_models(args: argparse.Namespace) -> int:
+    from eraudit_core.audit import run_model_audit
+    from eraudit_core.demo import ensure_demo_inputs
+    from eraudit_core.store import Store
+
+    with Store(args.db) as store:
+        benchmark = ensure_demo_inputs(store) if args.benchmark == "bundled" else args.benchmark
+        run_id = run_model_audit(
+            store,
+            benchmark=benchmark,
+            pair_ids=_split(args.pairs) or None,
+            limit=args.limit or None,
+            pre_spec=args.pre,
+            post_spec=args.post,
+            config=_config(
+                args,
+                tuple(_split(args.test_generators)),
+                search_generators=tuple(_split(args.search_generators)),
+            ),
+            label=args.label,
+            progress=None if args.json else _print_progress,
+        )
+        _print(pair_summary_json(store, run_id), args.json)
+    return 0
+
+
+def _print_progress(p: Any) -> None:
+    bound = "" if p.bound is None else f" L={p.bound:.3f}"
+    print(
+        f"[{p.pairs_done}/{p.n_pairs}] {p.pair_id} stage {p.stage} {p.generator} t={p.t}{bound} "
+        f"({p.queries_scored} scored, {p.queries_cached} cached, {p.elapsed_s:.0f}s)",
+        file=sys.stderr,
+    )
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from eraudit_core.audit import resume_run
+    from eraudit_core.store import Store
+
+    with Store(args.db) as store:
+        resume_run(store, args.run_id, progress=None if args.json else _print_progress)
+        _print(pair_summary_json(store, args.run_id), args.json)
+    return 0
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from eraudit_core.store import Store
+
+    with Store(args.db) as store:
+        df = store.runs()
+        cols = [
+            "run_id",
+            "label",
+            "status",
+            "n_pairs",
+            "pairs_done",
+            "created_at",
+            "pre_name",
+            "post_name",
+        ]
+        df = df[cols] if not df.empty else df
+        _print(df.to_dict("records") if args.json else df, args.json)
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from eraudit_core.present import question_summary
+    from eraudit_core.store import Store
+
+    with Store(args.db) as store:
+        store.run(args.run_id)
+        if args.json:
+            _print(pair_summary_json(store, args.run_id), True)
+        else:
+            _print(question_summary(store.pair_results(args.run_id)), False)
+    return 0
+
+
+def cmd_sweeps(args: argparse.Namespace) -> int:
+    from eraudit_core.audit import AuditConfig
+    from eraudit_core.present import DEFAULT_EPSILONS, confidence_sweep, epsilon_sweep
+    from eraudit_core.store import Store
+
+    try:
+        eps = [float(x) for x in _split(args.epsilons)] or list(DEFAULT_EPSILONS)
+    except ValueError as exc:
+        raise InputError(f"--epsilons must be comma-separated numbers ({exc})") from exc
+    with Store(args.db) as store:
+        run = store.run(args.run_id)
+        config = AuditConfig.from_dict(run["config"])
+        pairs = store.pair_results(args.run_id)
+        e = epsilon_sweep(pairs, store.steps(args.run_id), config, eps)
+        c = confidence_sweep(pairs, config)
+    if args.json:
+        _print(
+            {
+                "run_id": args.run_id,
+                "epsilon": [{k: _num(v) for k, v in r.items()} for r in e.to_dict("records")],
+                "confidence": [{k: _num(v) for k, v in r.items()} for r in c.to_dict("records")],
+            },
+            True,
+        )
+    else:
+        print(e.to_string(index=False))
+        print()
+        print(c.to_string(index=False))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from eraudit_core.demo import ensure_demo
+    from eraudit_core.store import Store
+
+    with Store(args.db) as store:
+        info = ensure_demo(store)
+    _print(info.as_dict(), args.json)
+    return 0

@@ -1,0 +1,69 @@
+"""What a person reads: views computed from stored scores, plotly figures, report, exports.
+
+Views never query a model again (DESIGN.md §4, last part); figures take the views' frames;
+`build_report` writes one self-contained HTML file; `export_run` writes CSV or Parquet.
+"""
+
+from __future__ import annotations
+
+from eraudit_core.present._export import (
+    EXPORT_FORMATS,
+    export_run,
+    pair_table,
+    paraphrase_table,
+    table_bytes,
+)
+from eraudit_core.present._plots import (
+    TOLERANT_NOTE,
+    bound_trajectory_figure,
+    confidence_figure,
+    epsilon_figure,
+    paraphrase_d_figure,
+    scatter_figure,
+    standard_evaluation_figure,
+    status_counts_figure,
+)
+from eraudit_core.present._report import (
+    build_report,
+    run_verdict,
+    write_report,
+)
+from eraudit_core.present._views import (
+    DEFAULT_EPSILONS,
+    bound_trajectory_frame,
+    confidence_sweep,
+    epsilon_sweep,
+    question_summary,
+    run_overview,
+    run_views,
+    scatter_points,
+    standard_evaluation,
+)
+
+__all__ = [
+    "DEFAULT_EPSILONS",
+    "EXPORT_FORMATS",
+    "TOLERANT_NOTE",
+    "bound_trajectory_figure",
+    "bound_trajectory_frame",
+    "build_report",
+    "confidence_figure",
+    "confidence_sweep",
+    "epsilon_figure",
+    "epsilon_sweep",
+    "export_run",
+    "pair_table",
+    "paraphrase_d_figure",
+    "paraphrase_table",
+    "question_summary",
+    "run_overview",
+    "run_verdict",
+    "run_views",
+    "scatter_figure",
+    "scatter_points",
+    "standard_evaluation",
+    "standard_evaluation_figure",
+    "status_counts_figure",
+    "table_bytes",
+    "write_report",
+]

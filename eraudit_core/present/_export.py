@@ -1,0 +1,107 @@
+"""A run as tables: per-pair and per-paraphrase results, written as CSV or Parquet."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+
+from eraudit_core.errors import InputError
+from eraudit_core.store import Store
+
+ExportFormat = Literal["csv", "parquet"]
+EXPORT_FORMATS: tuple[str, ...] = ("csv", "parquet")
+
+PAIR_COLUMNS = [
+    "pair_id",
+    "pair_index",
+    "status",
+    "stage",
+    "monitored_question",
+    "hidden_question",
+    "p_pre_monitored",
+    "p_post_monitored",
+    "gain",
+    "denominator",
+    "p_pre_hidden",
+    "p_post_hidden",
+    "max_d",
+    "n_counterexamples",
+    "n_search",
+    "n_test",
+    "bound_common",
+    "bound",
+    "bound_tolerant",
+    "target_reached",
+    "generators",
+]
+PARAPHRASE_COLUMNS = [
+    "pair_id",
+    "stage",
+    "set",
+    "generator",
+    "t",
+    "idx",
+    "text",
+    "p_pre",
+    "p_post",
+    "d",
+    "is_counterexample",
+    "bound",
+    "bound_tolerant",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables for export
+
+
+def pair_table(store: Store, run_id: str) -> pd.DataFrame:
+    """Per-pair results of a run with flat columns (generators as a JSON string)."""
+    df = store.pair_results(run_id)
+    if df.empty:
+        return pd.DataFrame(columns=["run_id", *PAIR_COLUMNS])
+    df = df.assign(generators=[json.dumps(g) for g in df["generators"]], run_id=run_id)
+    return df[["run_id", *PAIR_COLUMNS]].reset_index(drop=True)
+
+
+def paraphrase_table(store: Store, run_id: str) -> pd.DataFrame:
+    """Every scored paraphrase of a run: set (search/test), generator, t, text, p_pre, p_post, D."""
+    df = store.steps(run_id)
+    if df.empty:
+        return pd.DataFrame(columns=["run_id", *PARAPHRASE_COLUMNS])
+    df = df.assign(set=df["stage"].map({1: "search", 2: "test"}), run_id=run_id)
+    return df[["run_id", *PARAPHRASE_COLUMNS]].reset_index(drop=True)
+
+
+def table_bytes(df: pd.DataFrame, fmt: str) -> bytes:
+    """A table as CSV (UTF-8) or Parquet bytes, for downloads."""
+    if fmt == "csv":
+        return df.to_csv(index=False).encode("utf-8")
+    if fmt == "parquet":
+        buf = io.BytesIO()
+        df.to_parquet(buf, index=False)
+        return buf.getvalue()
+    raise InputError(f"export format must be one of {', '.join(EXPORT_FORMATS)}, got {fmt!r}")
+
+
+def export_run(store: Store, run_id: str, out_dir: str | Path, fmt: str = "csv") -> list[Path]:
+    """Write `<run_id>_pairs.<fmt>` and `<run_id>_paraphrases.<fmt>` into `out_dir`."""
+    if fmt not in EXPORT_FORMATS:
+        raise InputError(f"export format must be one of {', '.join(EXPORT_FORMATS)}, got {fmt!r}")
+    store.run(run_id)  # raises InputError naming the run if it does not exist
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    safe_id = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)
+    written = []
+    for name, df in (
+        ("pairs", pair_table(store, run_id)),
+        ("paraphrases", paraphrase_table(store, run_id)),
+    ):
+        path = out / f"{safe_id}_{name}.{fmt}"
+        path.write_bytes(table_bytes(df, fmt))
+        written.append(path)
+    return written

@@ -1,0 +1,66 @@
+"""Auditor-configuration sensitivity (seed 003, DESIGN.md §8): importers, analysis, plots.
+
+`analyse` fits the paper's cumulative-logit models per behaviour on a tidy judge-score table;
+the importers read Petri transcripts, Inspect logs and CSV/Parquet; `outcomes_from_run_pairs`
+turns stored ER-Audit runs into the same table.
+"""
+
+from __future__ import annotations
+
+from eraudit_core.sensitivity._analysis import (
+    analyse,
+    analyse_behaviour,
+    bootstrap_cell_means,
+    judge_agreement,
+)
+from eraudit_core.sensitivity._import import (
+    ImportResult,
+    TagMapping,
+    import_inspect_logs,
+    import_petri_transcripts,
+    read_tidy_table,
+)
+from eraudit_core.sensitivity._ordinal import (
+    fit_cumulative_logit,
+)
+from eraudit_core.sensitivity._plots import (
+    cell_means_figure,
+    odds_ratio_forest,
+)
+from eraudit_core.sensitivity._results import (
+    BehaviourResult,
+    Contrast,
+    SensitivityResult,
+)
+from eraudit_core.sensitivity._runs import (
+    outcomes_from_run_pairs,
+)
+from eraudit_core.sensitivity._tidy import (
+    TIDY_COLUMNS,
+    pair_label,
+    panel_scores,
+    validate_tidy,
+)
+
+__all__ = [
+    "BehaviourResult",
+    "Contrast",
+    "ImportResult",
+    "SensitivityResult",
+    "TIDY_COLUMNS",
+    "TagMapping",
+    "analyse",
+    "analyse_behaviour",
+    "bootstrap_cell_means",
+    "cell_means_figure",
+    "fit_cumulative_logit",
+    "import_inspect_logs",
+    "import_petri_transcripts",
+    "judge_agreement",
+    "odds_ratio_forest",
+    "outcomes_from_run_pairs",
+    "pair_label",
+    "panel_scores",
+    "read_tidy_table",
+    "validate_tidy",
+]

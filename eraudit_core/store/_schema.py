@@ -6,12 +6,6 @@ store written by a newer version of the tool is refused rather than misread.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    pass
-
-
 MIGRATIONS: dict[int, list[str]] = {
     1: [
         """CREATE TABLE benchmarks (

@@ -9,14 +9,9 @@ from __future__ import annotations
 
 import string
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from eraudit_core.errors import InputError
 from eraudit_core.types import Query
-
-if TYPE_CHECKING:
-    pass
-
 
 DEFAULT_TEMPLATE = (
     "Question: {question}\n"

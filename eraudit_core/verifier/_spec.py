@@ -8,14 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from eraudit_core.errors import InputError
 from eraudit_core.paths import DATA_DIR
-
-if TYPE_CHECKING:
-    pass
-
 
 DEMO_ADAPTERS = DATA_DIR / "adapters"
 DEMO_ARMS = ("honest", "adversarial")

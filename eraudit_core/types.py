@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Role = Literal["monitored", "hidden", "search", "test"]
-PAIR_STATUSES = ("degraded", "certified", "inconclusive")
+# The four verdicts of a pair (DESIGN.md §4; decided in eraudit_core.audit._verdict).
+PAIR_STATUSES = ("degraded", "certified", "passed", "inconclusive")
 
 
 @dataclass(frozen=True)

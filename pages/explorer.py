@@ -62,8 +62,7 @@ c[0].metric("P(true) hidden, before", widgets.fmt(row["p_pre_hidden"]))
 c[1].metric("P(true) hidden, after", widgets.fmt(row["p_post_hidden"]))
 c[2].metric("largest D", widgets.fmt(row["max_d"]))
 c[3].metric(f"bound (confidence {config['confidence']})", widgets.fmt(row["bound"]))
-if row.get("bound_tolerant") is not None:
-    st.caption(f"Failure-tolerant bound (beyond the paper): {widgets.fmt(row['bound_tolerant'])}")
+explore.bound_notes(row, config)
 
 st.plotly_chart(
     present.bound_trajectory_figure(

@@ -11,8 +11,9 @@ st.title("ER-Audit Studio")
 st.markdown(
     "Did adapting (fine-tuning) a verifier model quietly make it worse on questions nobody "
     "monitored? ER-Audit searches paraphrases of each hidden question for a **counterexample**; "
-    "when none is found, a sequential test gives a **certified lower bound**, at a stated "
-    "confidence, on the share of paraphrases on which the adapted model is not worse."
+    "when none is found, a sequential test gives a **lower confidence bound**, at a stated "
+    "confidence, on the share of paraphrases on which the adapted model is not worse; a "
+    "question is **certified** when that bound reaches the target you set."
 )
 
 demo = state.demo_info()

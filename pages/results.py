@@ -65,8 +65,24 @@ if any(unavailable.values()):
         if n:
             st.text(f"{name}: up to {n} question(s) left out")
 st.subheader("Bounds across confidence levels")
+together = st.toggle(
+    "All questions at once (simultaneous, Bonferroni alpha / N)",
+    help="Per question (default), each bound is wrong with probability at most alpha, so across "
+    "N questions at most alpha x N bounds are wrong on average. Simultaneously, every bound is "
+    "read at confidence 1 - alpha / N, so all N hold at once with the stated confidence.",
+)
+key = "confidence_simultaneous" if together else "confidence"
 st.plotly_chart(
-    present.confidence_figure({label[r]: data[r]["confidence"] for r in chosen}), key="results-conf"
+    present.confidence_figure({label[r]: data[r][key] for r in chosen}), key="results-conf"
+)
+st.caption(
+    "Mean lower bound over all questions of a run; degraded and inconclusive questions count "
+    "as 0. "
+    + (
+        "Each question's bound is read at 1 - alpha / N."
+        if together
+        else "Each bound is a per-question statement made before its result is known."
+    )
 )
 
 st.subheader("Standard evaluation (original questions)")
@@ -87,7 +103,7 @@ b = c2.selectbox(
 for col, rid in ((c1, a), (c2, b)):
     with col:
         verdict = present.run_verdict(store.run(rid), store.pair_results(rid))
-        st.text(verdict["headline"])
+        widgets.verdict_headline(verdict)
         widgets.run_card(rid)
         with st.expander("In plain words"):
             for s in verdict["sentences"]:

@@ -90,9 +90,21 @@ confidence = c3.selectbox("Confidence", [0.8, 0.85, 0.9, 0.95, 0.99, 0.999], ind
 c1, c2, c3 = st.columns(3)
 search_budget = c1.number_input("Search budget per question (stage 1)", min_value=0, value=20)
 test_budget = c2.number_input("Test budget per generator (stage 2)", min_value=1, value=40)
-use_target = c3.checkbox("Stop early at a target p*")
+use_target = c3.checkbox(
+    "Certify against a target p*",
+    value=True,
+    help="A question is certified only when its lower bound reaches p*. Without a target, "
+    "questions can pass but are never certified.",
+)
 target = c3.number_input(
     "Target p*", min_value=0.5, max_value=0.999, value=0.9, step=0.01, disabled=not use_target
+)
+stop_at_target = c3.checkbox(
+    "Stop early at p*",
+    value=True,
+    disabled=not use_target,
+    help="Stop a generator once its bound reaches p* (after n* clean paraphrases): saves "
+    "model queries. A separate choice from certifying against p*.",
 )
 c1, c2 = st.columns(2)
 search_gens = c1.multiselect("Search generators (stage 1)", search_choices, default=search_choices)
@@ -108,7 +120,8 @@ with st.expander("Advanced"):
         step=0.01,
     )
     tolerant = st.checkbox(
-        "Keep testing after a counterexample (for the failure-tolerant bound, beyond the paper)"
+        "Run every test generator to its own stop, even after a counterexample (needed for "
+        "the failure-tolerant bound, beyond the paper; costs more queries)"
     )
     batch = st.number_input("Batch size (paraphrases scored at once)", min_value=1, value=8)
 label = st.text_input("Run label", value="", placeholder="e.g. adversarial arm, eps 0.1")
@@ -120,6 +133,7 @@ config = runview.make_config(
     search_budget=int(search_budget),
     test_budget=int(test_budget),
     target=float(target) if use_target else None,
+    stop_at_target=bool(stop_at_target),
     tv_delta=tv_delta,
     search_generators=tuple(search_gens),
     test_generators=tuple(test_gens),
@@ -143,6 +157,7 @@ if config is not None:
             "A model query is one question put to one checkpoint (both answer orders are scored). "
             "Scores already in the store's cache are not queried again."
         )
+        runview.pool_summary(cost, config)
     if st.button("Start audit", type="primary", disabled=cost is None):
         try:
             run_id = runview.launch(bid, pair_ids, pre_spec, post_spec, config, label)

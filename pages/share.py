@@ -28,7 +28,7 @@ st.subheader("In plain words")
 for rid in chosen:
     verdict = present.run_verdict(store.run(rid), store.pair_results(rid))
     with st.container(border=True):
-        st.text(verdict["headline"])
+        widgets.verdict_headline(verdict)
         for sentence in verdict["sentences"]:
             st.text("- " + sentence)
 

@@ -89,6 +89,49 @@ def pair_detail(run_id: str, pair_id: str) -> dict[str, Any]:
     }
 
 
+def bound_notes(row: Mapping[str, Any], config: Mapping[str, Any]) -> None:
+    """What the bound is about, per generator, and the failure-tolerant bound where it holds."""
+    gens = row.get("generators") or []
+    how = (
+        f"drawn uniformly at random without replacement from its pool (seed {config['draw_seed']})"
+        if config.get("draw_seed") is not None
+        else "taken in the score table's order"
+    )
+    if gens:
+        st.caption(
+            "The bound is about a paraphrase drawn at random from each test generator's pool; "
+            f"the tested paraphrases were {how}."
+        )
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "generator": g["generator"],
+                        "pool size M": g["available"],
+                        "tested": g["n"],
+                        "counterexamples": g["n_counterexamples"],
+                        "stopped because": g["stop"],
+                        "paper bound L_t": g["bound"],
+                        "failure-tolerant (beyond the paper, this generator)": g["bound_tolerant"],
+                    }
+                    for g in gens
+                ]
+            ),
+            hide_index=True,
+        )
+    tolerant = row.get("bound_tolerant")
+    if tolerant is not None and tolerant == tolerant:
+        st.caption(
+            "Failure-tolerant bound over every test generator (beyond the paper, after the "
+            f"total-variation relaxation): {tolerant:.3f}"
+        )
+    elif gens:
+        st.caption(
+            "No failure-tolerant bound for the question as a whole: some test generator was not "
+            "tested (it would cover only the others). Per-generator values are in the table."
+        )
+
+
 def no_stage2_reason(row: Mapping[str, Any]) -> str:
     """Why a finished question has no bound trajectory, in words."""
     if row.get("status") == "degraded" and str(row.get("stage")) in ("1", "1.0"):

@@ -56,6 +56,24 @@ def cost(benchmark_id: str, pair_ids: list[str], config: AuditConfig) -> dict[st
         return None
 
 
+def pool_summary(cost: dict[str, Any], config: AuditConfig) -> None:
+    """What the bound will be about (a draw from each generator's pool), and pool warnings."""
+    pools = cost.get("pools") or {}
+    if pools:
+        sizes = ", ".join(
+            f"{g}: M = {v['min']}" + ("" if v["min"] == v["max"] else f" to {v['max']}")
+            for g, v in pools.items()
+        )
+        st.caption(
+            f"Stage 2 draws each generator's test paraphrases uniformly at random without "
+            f"replacement from its pool ({sizes} per question; the seed is stored with the "
+            f"run). Each bound is about a paraphrase drawn at random from that pool, at "
+            f"confidence {config.confidence:g} per question."
+        )
+    for message in cost.get("warnings") or []:
+        st.warning(message + " (the run still proceeds)")
+
+
 def launch(
     benchmark_id: str,
     pair_ids: list[str],

@@ -209,6 +209,7 @@ def _run_views(
         "questions": present.question_summary(pairs),
         "standard": present.standard_evaluation(pairs, str(run["label"] or run_id)),
         "confidence": present.confidence_sweep(pairs, config),
+        "confidence_simultaneous": present.confidence_sweep(pairs, config, simultaneous=True),
     }
 
 

@@ -15,11 +15,12 @@ import streamlit as st
 from eraudit_core import present
 from eraudit_core.demo import demo_live_config
 from eraudit_core.errors import InputError, StoreError
+from eraudit_core.types import PAIR_STATUSES
 from ui import state
 
 # The one-click live audit: small budgets so 3 pairs finish on a laptop CPU in a few minutes.
 DEMO_LIVE_CONFIG = demo_live_config()
-STATUS_ORDER = ("degraded", "certified", "inconclusive")
+STATUS_ORDER = PAIR_STATUSES
 
 
 def fmt(x: Any, digits: int = 3) -> str:
@@ -79,10 +80,17 @@ def run_card(run_id: str) -> None:
     with st.container(border=True):
         st.text(str(run.get("label") or run_id))
         st.caption(f"status: {run['status']} - confidence {run['config'].get('confidence')}")
-        c1, c2, c3 = st.columns(3)
-        c1.metric("degraded", ov["n_degraded"])
-        c2.metric("certified", ov["n_certified"])
-        c3.metric("mean bound", fmt(ov["mean_bound"], 2))
+        c = st.columns([1, 1, 1, 1.3])
+        c[0].metric("degraded", ov["n_degraded"])
+        c[1].metric("certified", ov["n_certified"], help="bound reached the target p*")
+        c[2].metric(
+            "passed", ov["n_passed"], help="no counterexample, but no target or a bound below it"
+        )
+        c[3].metric(
+            "mean bound",
+            fmt(ov["mean_bound"], 2),
+            help="mean lower bound over all questions; degraded and inconclusive count as 0",
+        )
 
 
 def demo_models_missing() -> str | None:
@@ -125,8 +133,15 @@ def status_badge(status: str) -> str:
     return {
         "degraded": ":red[degraded]",
         "certified": ":green[certified]",
+        "passed": ":blue[passed (not a certificate)]",
         "inconclusive": ":gray[inconclusive]",
     }.get(str(status), ":gray[unknown]")
+
+
+def verdict_headline(verdict: dict[str, Any]) -> None:
+    """A run's headline behind its verdict's badge: only a certified run is shown in green,
+    so a bound without a certificate never looks like one."""
+    st.markdown(f"**{status_badge(str(verdict.get('kind')))}** {md_escape(verdict['headline'])}")
 
 
 def concat(frames: list[pd.DataFrame]) -> pd.DataFrame:

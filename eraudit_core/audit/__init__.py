@@ -12,7 +12,6 @@ from __future__ import annotations
 from eraudit_core.audit._bounds import (
     CONFIDENCE_LEVELS,
     bound_trajectory,
-    bounds_across_confidence,
     common_bound,
     failure_tolerant_lower_bound,
     failure_tolerant_trajectory,
@@ -20,6 +19,7 @@ from eraudit_core.audit._bounds import (
     required_successes,
     tv_relaxed_bound,
 )
+from eraudit_core.audit._config import AuditConfig, AuditItem
 from eraudit_core.audit._degradation import (
     DEFAULT_K,
     degradation_denominator,
@@ -28,31 +28,39 @@ from eraudit_core.audit._degradation import (
     monitored_gain,
 )
 from eraudit_core.audit._engine import (
-    AuditConfig,
     AuditEngine,
-    AuditItem,
     CachedScorer,
     Progress,
     ProgressCallback,
     create_run_record,
     new_run_id,
 )
+from eraudit_core.audit._inputs import (
+    draw_order,
+    items_digest,
+    paraphrase_set_digests,
+    run_test_generators,
+    tool_version,
+)
 from eraudit_core.audit._runs import (
     build_items,
     execute_model_run,
     expected_queries,
     launch_audit,
+    pool_warnings,
     prepare_model_run,
     resume_audit,
     resume_run,
     run_model_audit,
 )
+from eraudit_core.audit._sequential import GeneratorTest
 from eraudit_core.audit._table_scores import (
     TableVerifier,
     items_from_table,
     read_score_table,
     table_digest,
 )
+from eraudit_core.audit._verdict import PAIR_STATUSES, PairVerdict, pair_verdict
 
 __all__ = [
     "AuditConfig",
@@ -61,32 +69,41 @@ __all__ = [
     "CONFIDENCE_LEVELS",
     "CachedScorer",
     "DEFAULT_K",
+    "GeneratorTest",
+    "PAIR_STATUSES",
+    "PairVerdict",
     "Progress",
     "ProgressCallback",
     "TableVerifier",
     "bound_trajectory",
-    "bounds_across_confidence",
     "build_items",
     "common_bound",
     "create_run_record",
     "degradation_denominator",
     "degradation_score",
+    "draw_order",
     "execute_model_run",
     "expected_queries",
     "failure_tolerant_lower_bound",
     "failure_tolerant_trajectory",
     "is_counterexample",
+    "items_digest",
     "items_from_table",
     "launch_audit",
     "lower_confidence_bound",
     "monitored_gain",
     "new_run_id",
+    "pair_verdict",
+    "paraphrase_set_digests",
+    "pool_warnings",
     "prepare_model_run",
     "read_score_table",
     "required_successes",
     "resume_audit",
     "resume_run",
     "run_model_audit",
+    "run_test_generators",
     "table_digest",
+    "tool_version",
     "tv_relaxed_bound",
 ]

@@ -20,10 +20,10 @@ the price of tolerating failures.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
-import numpy as np
 from scipy.optimize import brentq
 from scipy.special import betaln
 
@@ -91,6 +91,7 @@ def _log_mixture_martingale(p0: float, s: int, t: int, a: float, b: float) -> fl
     )
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def failure_tolerant_lower_bound(
     successes: int, t: int, confidence: float, prior: tuple[float, float] = (1.0, 1.0)
 ) -> float:
@@ -110,13 +111,10 @@ def failure_tolerant_lower_bound(
         # Closed form of the left end when every step succeeded: log M = log B(a+t,b)/B(a,b) - t log p0.
         log_b = float(betaln(a + t, b) - betaln(a, b))
         return float(min(1.0, math.exp((log_b - threshold) / t)))
-    if _log_mixture_martingale(p_hat, successes, t, a, b) >= threshold:
-        return 0.0  # empty set: cannot happen for a proper prior, be conservative
-    lo = 1e-300
-    if _log_mixture_martingale(lo, successes, t, a, b) < threshold:
-        return 0.0
+    # log M_t is decreasing on (0, S/t]: +inf as p0 -> 0 (S > 0), and log M_t(S/t) <= 0 <
+    # log(1/alpha) because a Beta mixture of p**S (1-p)**(t-S) is at most its maximum, at S/t.
     return float(
-        brentq(lambda p: _log_mixture_martingale(p, successes, t, a, b) - threshold, lo, p_hat)
+        brentq(lambda p: _log_mixture_martingale(p, successes, t, a, b) - threshold, 1e-300, p_hat)
     )
 
 
@@ -132,26 +130,3 @@ def failure_tolerant_trajectory(
         best = max(best, failure_tolerant_lower_bound(s, t, confidence, prior))
         out.append(best)
     return out
-
-
-def first_exceedance_time(p: float, confidence: float) -> int:
-    """Smallest t with alpha**(1/t) > p: the paper bound can only miss p if t such steps pass.
-
-    Used by tests for the exact miss probability p**T (closed form of the Monte Carlo check).
-    """
-    alpha = check_confidence(confidence)
-    t = max(1, math.floor(math.log(alpha) / math.log(p)))
-    while alpha ** (1.0 / t) <= p:
-        t += 1
-    while t > 1 and alpha ** (1.0 / (t - 1)) > p:
-        t -= 1
-    return t
-
-
-def bounds_across_confidence(
-    n_successes_before_stop: int, failed: bool, levels: Sequence[float] = CONFIDENCE_LEVELS
-) -> np.ndarray:
-    """Paper bound at each confidence level for a generator that saw this stored sequence."""
-    if failed:
-        return np.zeros(len(levels))
-    return np.array([lower_confidence_bound(n_successes_before_stop, c) for c in levels])

@@ -1,126 +1,47 @@
 """The two-stage ER-Audit engine (DESIGN.md §4, paper §3.2-3.4, Algorithms 1-2).
 
 Pure orchestration: it asks two verifiers for scores (through the score cache), applies the
-degradation rule and the bounds, writes every step to the store, and reports progress through
-a callback. It never formats a chart and never talks to a UI.
+degradation rule, runs each test generator's sequential test (`GeneratorTest`), decides the
+pair's verdict (`pair_verdict`), writes every step to the store, and reports progress through a
+callback. It never formats a chart and never talks to a UI.
 
 Per pair:
 1. score the canonical monitored question with both checkpoints -> gain g, den = max(k, g);
    score the canonical hidden question (for the standard-evaluation views);
-2. stage 1: score every search paraphrase; any D > epsilon -> DEGRADED, bound 0;
-3. stage 2: for each test generator in order, t = 1, 2, ...: D(x_t) > epsilon -> DEGRADED,
-   stop the pair (unless the failure-tolerant mode asks to continue); else L_t = alpha**(1/t).
-   A generator stops at its budget, at its last paraphrase, or once L_t >= p*;
-4. common bound min_g L_g, then max(0, L - delta) for the total-variation relaxation.
+2. stage 1: score every search paraphrase; any D > epsilon -> degraded, bound 0;
+3. stage 2: for each of the run's test generators in order, draw from its pool (in the run's
+   seeded random order): D(x_t) > epsilon -> degraded and the pair stops (unless every
+   generator must run to its own stop); else L_t = alpha**(1/t). A generator stops at its
+   budget, at the end of its pool, or (if asked) once L_t >= p*;
+4. verdict: degraded / inconclusive / certified / passed; common bound min_g L_g, then
+   max(0, L - delta) for the total-variation relaxation.
 
 A resumed run skips pairs already finished and replays an unfinished pair from the score
-cache, so it reaches the same result without scoring any stored prompt again.
+cache, so it reaches the same result without scoring any stored prompt again; it refuses to
+resume when the config, the checkpoints or the paraphrase sets changed.
 """
 
 from __future__ import annotations
 
-import math
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
-from eraudit_core.audit import _bounds as B
+from eraudit_core.audit._config import AuditConfig, AuditItem
 from eraudit_core.audit._degradation import (
-    DEFAULT_K,
     degradation_denominator,
     degradation_score,
     is_counterexample,
     monitored_gain,
 )
+from eraudit_core.audit._inputs import items_digest, run_provenance, run_test_generators
+from eraudit_core.audit._sequential import GeneratorTest
+from eraudit_core.audit._verdict import pair_verdict
 from eraudit_core.errors import CancelledError, InputError
+from eraudit_core.paraphrase import normalize_text
 from eraudit_core.store import PairResult, StepRecord, Store
-from eraudit_core.types import Paraphrase, Query, QueryScore, Verifier
-
-
-@dataclass(frozen=True)
-class AuditConfig:
-    """Everything that decides a run's result; validated where it enters, by field name."""
-
-    epsilon: float = 0.1
-    k: float = DEFAULT_K
-    confidence: float = 0.95
-    search_budget: int = 100
-    test_budget: int = 100
-    target: float | None = None
-    tv_delta: float = 0.0
-    search_generators: tuple[str, ...] = ()
-    test_generators: tuple[str, ...] = ()
-    continue_after_counterexample: bool = False
-    tolerant_prior: tuple[float, float] = (1.0, 1.0)
-    batch_size: int = 16
-
-    def __post_init__(self) -> None:
-        def bad(name: str, why: str) -> InputError:
-            return InputError(f"AuditConfig.{name} {why}, got {getattr(self, name)!r}")
-
-        if not math.isfinite(self.epsilon):
-            raise bad("epsilon", "must be a finite number")
-        if not (self.k > 0 and math.isfinite(self.k)):
-            raise bad("k", "must be a positive number")
-        if not 0.0 < self.confidence < 1.0:
-            raise bad("confidence", "must lie strictly between 0 and 1 (e.g. 0.95)")
-        if self.search_budget < 0:
-            raise bad("search_budget", "must be >= 0")
-        if self.test_budget < 1:
-            raise bad("test_budget", "must be >= 1")
-        if self.target is not None and not 0.0 < self.target < 1.0:
-            raise bad("target", "must lie strictly between 0 and 1 or be empty")
-        if not 0.0 <= self.tv_delta <= 1.0:
-            raise bad("tv_delta", "must lie in [0, 1]")
-        if self.batch_size < 1:
-            raise bad("batch_size", "must be >= 1")
-        if len(set(self.test_generators)) != len(self.test_generators):
-            raise bad("test_generators", "must not repeat a generator")
-        a, b = self.tolerant_prior
-        if not (a > 0 and b > 0):
-            raise bad("tolerant_prior", "must be two positive numbers")
-
-    @property
-    def alpha(self) -> float:
-        return 1.0 - self.confidence
-
-    @property
-    def n_star(self) -> int | None:
-        """Successes needed for L_t >= p* (None without a target)."""
-        return None if self.target is None else B.required_successes(self.target, self.confidence)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> AuditConfig:
-        known = {f for f in cls.__dataclass_fields__}
-        unknown = set(data) - known
-        if unknown:
-            raise InputError(f"AuditConfig: unknown field(s) {sorted(unknown)}")
-        values = dict(data)
-        for key in ("search_generators", "test_generators", "tolerant_prior"):
-            if key in values:
-                values[key] = tuple(values[key])
-        return cls(**values)
-
-
-@dataclass(frozen=True)
-class AuditItem:
-    """One pair ready to audit: canonical queries plus its paraphrase sets."""
-
-    pair_id: str
-    index: int
-    monitored: Query
-    hidden: Query
-    search: tuple[Paraphrase, ...] = ()
-    tests: Mapping[str, tuple[Paraphrase, ...]] = field(default_factory=dict)
-
-    def hidden_query(self, text: str) -> Query:
-        """A paraphrase asked with the hidden question's options."""
-        return Query(self.pair_id, text, self.hidden.true_option, self.hidden.false_option)
+from eraudit_core.types import Query, QueryScore, Verifier
 
 
 @dataclass(frozen=True)
@@ -195,6 +116,7 @@ class AuditEngine:
         self.pre = CachedScorer(pre, store)
         self.post = CachedScorer(post, store)
         self.config = config
+        self._generators: tuple[str, ...] = ()
         self.progress = progress
         self.should_cancel = should_cancel
 
@@ -230,6 +152,13 @@ class AuditEngine:
         stored = AuditConfig.from_dict(run["config"])
         if stored != self.config:
             raise InputError(f"run {run_id}: the configuration differs from the stored one")
+        digest = (run.get("provenance") or {}).get("inputs_digest")
+        if digest is not None and digest != items_digest(items):
+            raise InputError(
+                f"run {run_id}: its paraphrase sets or questions changed since it started "
+                f"(inputs digest {items_digest(items)} != stored {digest}); start a new run"
+            )
+        self._generators = run_test_generators(items, self.config)
         mine = (self.pre.fingerprint, self.post.fingerprint)
         stored_fps = (run["pre_fingerprint"] or "", run["post_fingerprint"] or "")
         if stored_fps == ("", ""):  # created before its checkpoints were loaded
@@ -337,33 +266,19 @@ class AuditEngine:
                 )
             )
         self.store.add_steps(run_id, steps)
-        n_cex = sum(s.is_counterexample for s in steps)
+        n_search_cex = sum(s.is_counterexample for s in steps)
         if search:
             self._report(run_id, item.pair_id, done, n_pairs, 1, "search", len(search), None, t0)
 
-        generators: list[dict[str, Any]] = []
-        status, stage = "inconclusive", None
-        n_test = 0
-        target_reached = False
-        if n_cex:
-            status, stage = "degraded", 1
-        else:
-            stage2 = self._stage2(run_id, item, den, all_d, generators, done, n_pairs, t0)
-            n_test, n_cex, target_reached = stage2
-            ran = any(g["n"] > 0 for g in generators)
-            if n_cex:
-                status, stage = "degraded", 2
-            elif ran and all(g["n"] > 0 for g in generators):
-                status, stage = "certified", 2
-        paper = [g["bound"] for g in generators]
-        bound_common = 0.0 if status != "certified" else B.common_bound(paper)
-        tolerant = [g["bound_tolerant"] for g in generators if g["n"] > 0]
+        tests = self._stage2(run_id, item, den, all_d, n_search_cex > 0, done, n_pairs, t0)
+        verdict = pair_verdict(n_search_cex, tests, target=cfg.target, tv_delta=cfg.tv_delta)
+        stage = 1 if n_search_cex else (2 if any(g.n for g in tests) else None)
         return PairResult(
             pair_id=item.pair_id,
             pair_index=item.index,
             monitored_question=item.monitored.question,
             hidden_question=item.hidden.question,
-            status=status,
+            status=verdict.status,
             stage=stage,
             gain=gain,
             denominator=den,
@@ -372,14 +287,14 @@ class AuditEngine:
             p_pre_hidden=p_pre_h,
             p_post_hidden=p_post_h,
             max_d=max(all_d) if all_d else None,
-            n_counterexamples=n_cex,
+            n_counterexamples=n_search_cex + sum(g.n_counterexamples for g in tests),
             n_search=len(search),
-            n_test=n_test,
-            bound_common=bound_common,
-            bound=B.tv_relaxed_bound(bound_common, cfg.tv_delta),
-            bound_tolerant=min(tolerant) if tolerant and stage != 1 else None,
-            generators=generators,
-            target_reached=target_reached,
+            n_test=sum(g.n for g in tests),
+            bound_common=verdict.bound_common,
+            bound=verdict.bound,
+            bound_tolerant=verdict.bound_tolerant,
+            generators=[g.to_dict() for g in tests],
+            target_reached=verdict.target_reached,
         )
 
     def _stage2(
@@ -388,81 +303,62 @@ class AuditEngine:
         item: AuditItem,
         den: float,
         all_d: list[float],
-        generators: list[dict[str, Any]],
+        search_degraded: bool,
         done: int,
         n_pairs: int,
         t0: float,
-    ) -> tuple[int, int, bool]:
-        """Sequential test per generator; returns (rows scored, counterexamples, target hit)."""
+    ) -> list[GeneratorTest]:
+        """The sequential test of every run-wide test generator, in order."""
         cfg = self.config
-        n_star = cfg.n_star
-        n_test = n_cex = 0
-        all_reached = True
-        stop_pair = False
-        for gen in cfg.test_generators or tuple(item.tests):
-            rows = list(item.tests.get(gen, ()))[: cfg.test_budget]
-            record: dict[str, Any] = {
-                "generator": gen,
-                "available": len(item.tests.get(gen, ())),
-                "n": 0,
-                "n_counterexamples": 0,
-                "bound": 0.0,
-                "bound_tolerant": 0.0,
-                "stop": "not run" if stop_pair else "no paraphrases",
-            }
-            generators.append(record)
-            if stop_pair or not rows:
-                all_reached = False
-                continue
-            outcomes: list[bool] = []
-            t = 0
-            stop = ""
-            while not stop:
+        tests: list[GeneratorTest] = []
+        stop_pair = search_degraded and not cfg.continue_after_counterexample
+        for gen in self._generators:
+            pool = tuple(item.tests.get(gen, ()))
+            test = GeneratorTest(
+                gen,
+                available=len(pool),
+                budget=cfg.test_budget,
+                confidence=cfg.confidence,
+                n_star=cfg.stop_after,
+                run_to_stop=cfg.continue_after_counterexample,
+                prior=cfg.tolerant_prior,
+            )
+            tests.append(test)
+            if stop_pair:
+                test.skip()
+            while not test.stop:
                 self._check_cancel(run_id)
-                want = len(rows) - t
-                if n_star is not None:
-                    want = min(want, max(1, n_star - sum(outcomes)))
-                chunk = rows[t : t + min(cfg.batch_size, want)]
+                chunk = pool[test.n : test.n + min(cfg.batch_size, test.wanted())]
                 scored = self._pre_post([item.hidden_query(p.text) for p in chunk])
                 steps = []
                 for p, (a, b) in zip(chunk, scored, strict=True):
-                    t += 1
                     d = degradation_score(a, b, den)
                     all_d.append(d)
                     cex = is_counterexample(d, cfg.epsilon)
-                    outcomes.append(not cex)
-                    paper = (
-                        0.0 if not all(outcomes) else B.lower_confidence_bound(t, cfg.confidence)
-                    )
-                    tol = B.failure_tolerant_lower_bound(
-                        sum(outcomes), t, cfg.confidence, cfg.tolerant_prior
-                    )
-                    tol = max(tol, record["bound_tolerant"])
-                    record.update(n=t, bound=paper, bound_tolerant=tol)
+                    test.record(not cex)
                     steps.append(
-                        StepRecord(item.pair_id, 2, gen, t, p.idx, p.text, a, b, d, cex, paper, tol)
+                        StepRecord(
+                            item.pair_id,
+                            2,
+                            gen,
+                            test.n,
+                            p.idx,
+                            p.text,
+                            a,
+                            b,
+                            d,
+                            cex,
+                            test.bound,
+                            test.bound_tolerant,
+                        )
                     )
-                    if cex:
-                        record["n_counterexamples"] += 1
-                        if not cfg.continue_after_counterexample:
-                            stop = "counterexample"
-                            break
-                    if n_star is not None and all(outcomes) and t >= n_star:
-                        stop = "target reached"
-                        break
-                    if t >= len(rows):
-                        stop = "budget" if t >= cfg.test_budget else "last paraphrase"
+                    if test.stop:
                         break
                 self.store.add_steps(run_id, steps)
-                self._report(run_id, item.pair_id, done, n_pairs, 2, gen, t, record["bound"], t0)
-            record["stop"] = stop
-            n_test += t
-            n_cex += record["n_counterexamples"]
-            if record["n_counterexamples"] and not cfg.continue_after_counterexample:
+                self._report(run_id, item.pair_id, done, n_pairs, 2, gen, test.n, test.bound, t0)
+            if test.n_counterexamples and not cfg.continue_after_counterexample:
                 stop_pair = True
-            if stop != "target reached":
-                all_reached = False
-        return n_test, n_cex, bool(n_star is not None and all_reached and generators)
+        return tests
 
 
 def create_run_record(
@@ -477,7 +373,8 @@ def create_run_record(
     names: tuple[str, str] = ("pre", "post"),
     fingerprints: tuple[str, str] = ("", ""),
 ) -> str:
-    """Validate the items and write a pending run; fingerprints may follow once models load."""
+    """Validate the items and write a pending run with its provenance; fingerprints may follow
+    once the models load."""
     _check_items(items, config)
     run_id = run_id or new_run_id()
     store.create_run(
@@ -489,32 +386,40 @@ def create_run_record(
         source=source,
         pre=(fingerprints[0], names[0]),
         post=(fingerprints[1], names[1]),
+        provenance=run_provenance(items, config, benchmark_id=benchmark_id, source=source),
     )
     return run_id
 
 
 def _check_items(items: Sequence[AuditItem], config: AuditConfig) -> None:
+    """Refuse what would make stage 2 invalid: a test paraphrase that is (after normalising
+    case, accents, punctuation and spaces) a search paraphrase, or repeats another test one."""
     if not items:
         raise InputError("nothing to audit: no pairs selected")
+    generators = run_test_generators(items, config)
     seen: set[str] = set()
     for it in items:
         if it.pair_id in seen:
             raise InputError(f"pair {it.pair_id}: listed twice; field pair_id must be unique")
         seen.add(it.pair_id)
-        search_texts = {p.text for p in it.search}
+        search = {normalize_text(p.text): p for p in it.search}
         seen_test: dict[str, tuple[str, int]] = {}
-        for gen in config.test_generators or tuple(it.tests):
+        for gen in generators:
             for p in it.tests.get(gen, ()):
-                if p.text in search_texts:
+                key = normalize_text(p.text)
+                if key in search:
+                    s = search[key]
                     raise InputError(
-                        f"pair {it.pair_id}: test paraphrase {gen} #{p.idx} was also in the search "
-                        f"set; stage 2 needs fresh paraphrases"
+                        f"pair {it.pair_id}: test paraphrase {gen} #{p.idx} is the search "
+                        f"paraphrase {s.generator} #{s.idx} up to case, punctuation or spaces; "
+                        f"stage 2 needs fresh paraphrases (field text: {p.text[:80]!r})"
                     )
-                if p.text in seen_test:
-                    g0, i0 = seen_test[p.text]
+                if key in seen_test:
+                    g0, i0 = seen_test[key]
                     raise InputError(
-                        f"pair {it.pair_id}: test paraphrase {gen} #{p.idx} repeats {g0} #{i0}; "
-                        f"stage 2 counts each paraphrase as an independent draw, so field text "
-                        f"must be unique among test paraphrases"
+                        f"pair {it.pair_id}: test paraphrase {gen} #{p.idx} repeats {g0} #{i0} "
+                        f"up to case, punctuation or spaces; stage 2 counts each paraphrase as "
+                        f"an independent draw, so field text must be unique among test "
+                        f"paraphrases"
                     )
-                seen_test[p.text] = (gen, p.idx)
+                seen_test[key] = (gen, p.idx)

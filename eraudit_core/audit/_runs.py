@@ -9,18 +9,15 @@ lets `resume_run` rebuild the same items after a crash or an app restart.
 from __future__ import annotations
 
 import json
+import secrets
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from eraudit_core.audit._engine import (
-    AuditConfig,
-    AuditEngine,
-    AuditItem,
-    ProgressCallback,
-    create_run_record,
-)
+from eraudit_core.audit._config import AuditConfig, AuditItem
+from eraudit_core.audit._engine import AuditEngine, ProgressCallback, create_run_record
+from eraudit_core.audit._inputs import draw_order
 from eraudit_core.errors import InputError
 from eraudit_core.jobs import Job, JobRunner
 from eraudit_core.store import Store
@@ -47,7 +44,8 @@ def build_items(
     """Audit items from stored pairs and paraphrases; fills in the generators when unset.
 
     Test generators default to every stored test generator, by name; the returned config
-    records the ones used so the run is reproducible.
+    records the ones used so the run is reproducible. With `config.draw_seed` set, each
+    generator's pool is put in its seeded random draw order (stage 2 takes a prefix).
     """
     pairs = store.pairs(benchmark_id)
     if pair_ids:
@@ -75,6 +73,10 @@ def build_items(
         tests: dict[str, tuple[Paraphrase, ...]] = {
             g: tuple(p for p in paras if p.role == "test" and p.generator == g) for g in test_gens
         }
+        if config.draw_seed is not None:
+            tests = {
+                g: draw_order(pool, config.draw_seed, pair.pair_id, g) for g, pool in tests.items()
+            }
         items.append(
             AuditItem(
                 pair_id=pair.pair_id,
@@ -105,26 +107,63 @@ def expected_queries(
     config: AuditConfig,
     limit: int | None = None,
 ) -> dict[str, Any]:
-    """What a run will cost before it starts: n* and the most model queries it can make.
+    """What a run will cost before it starts: n*, pool sizes and the most model queries.
 
     A query is one question put to one checkpoint (two forward passes: both answer orders).
+    `pools` gives each test generator's pool size M over the selected pairs (smallest,
+    median, largest); `warnings` names pools smaller than the test budget or than n* (the
+    run proceeds: such a generator stops at the end of its pool, with a weaker bound).
     """
     items, config = build_items(store, benchmark_id, pair_ids, config, limit)
-    per_gen_cap = (
-        config.test_budget if config.n_star is None else min(config.test_budget, config.n_star)
-    )
+    stop_after = config.stop_after
+    per_gen_cap = config.test_budget if stop_after is None else min(config.test_budget, stop_after)
     search = sum(min(len(it.search), config.search_budget) for it in items)
     test = sum(min(len(ps), per_gen_cap) for it in items for ps in it.tests.values())
     canonical = 2 * len(items)
+    pools = {
+        g: {"min": sizes[0], "median": sizes[len(sizes) // 2], "max": sizes[-1]}
+        for g in config.test_generators
+        if (sizes := sorted(len(it.tests.get(g, ())) for it in items))
+    }
     return {
         "n_pairs": len(items),
         "n_star": config.n_star,
         "test_generators": list(config.test_generators),
+        "pools": pools,
+        "warnings": pool_warnings(items, config),
         "search_paraphrases": search,
         "max_test_paraphrases": test,
         "max_model_queries": 2 * (canonical + search + test),
         "max_forward_passes": 4 * (canonical + search + test),
     }
+
+
+def pool_warnings(items: Sequence[AuditItem], config: AuditConfig) -> list[str]:
+    """Pools that cannot give the configured test: empty (inconclusive pairs) or smaller than
+    the budget / n* (those pairs stop at the end of their pool, with a weaker bound)."""
+    out = []
+    if config.n_star is not None and config.test_budget < config.n_star:
+        out.append(
+            f"the test budget {config.test_budget} is below n* = {config.n_star}: no pair can "
+            f"reach p* = {config.target:g}, so none can be certified"
+        )
+    need = min(config.test_budget, config.n_star or config.test_budget)
+    what = f"n* = {config.n_star}" if config.n_star is not None else "the test budget"
+    for g in config.test_generators:
+        sizes = [len(it.tests.get(g, ())) for it in items]
+        empty = sum(1 for n in sizes if n == 0)
+        small = sorted(n for n in sizes if 0 < n < need)
+        if empty:
+            out.append(
+                f"generator {g}: {empty} of {len(sizes)} pairs have no paraphrases; they will "
+                "be inconclusive"
+            )
+        if small:
+            out.append(
+                f"generator {g}: the pool of {len(small)} of {len(sizes)} pairs is smaller than "
+                f"{what} (smallest {small[0]}); those pairs stop at the end of their pool"
+            )
+    return out
 
 
 def _load_checkpoints(store: Store, pre_spec: str, post_spec: str) -> tuple[Any, Any]:
@@ -149,8 +188,11 @@ def prepare_model_run(
     run_id: str | None = None,
 ) -> tuple[str, list[AuditItem], AuditConfig]:
     """Validate the inputs and write a pending run record before any model is loaded, so a
-    run that fails while loading is still listed with its error."""
+    run that fails while loading is still listed with its error. A run without a draw seed
+    gets a fresh random one, stored with it."""
     benchmark_id = resolve_benchmark(store, benchmark)
+    if config.draw_seed is None:
+        config = replace(config, draw_seed=secrets.randbelow(2**31))
     items, config = build_items(store, benchmark_id, pair_ids, config, limit)
     source = {
         "kind": "models",
@@ -204,8 +246,12 @@ def run_model_audit(
     run_id: str | None = None,
     progress: ProgressCallback | None = None,
     should_cancel: Callable[[], bool] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> str:
-    """Audit `post_spec` against `pre_spec` on stored paraphrases; blocks until done."""
+    """Audit `post_spec` against `pre_spec` on stored paraphrases; blocks until done.
+
+    `warn` hears about pools smaller than the budget or n* before the run starts (the run
+    proceeds)."""
     run_id, items, config = prepare_model_run(
         store,
         benchmark=benchmark,
@@ -217,6 +263,9 @@ def run_model_audit(
         label=label,
         run_id=run_id,
     )
+    if warn is not None:
+        for message in pool_warnings(items, config):
+            warn(message)
     execute_model_run(store, run_id, items, config, pre_spec, post_spec, progress, should_cancel)
     return run_id
 

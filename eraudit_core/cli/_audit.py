@@ -1,5 +1,7 @@
 """`eraudit` subcommands of the engine: import, audit (from a score table or models), runs,
-show, sweeps, resume. Scripts depend on the JSON printed here: keep its keys stable."""
+show, sweeps, resume. Scripts depend on the JSON printed here: keep its keys stable, and bump
+`JSON_SCHEMA_VERSION` when a key's meaning changes (2: the four verdicts degraded / certified /
+passed / inconclusive)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import sys
 from typing import Any
 
 from eraudit_core.errors import InputError
+
+JSON_SCHEMA_VERSION = 2
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -40,6 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--search-generators", default="", help="comma-separated (default: all stored)")
     p.add_argument("--test-generators", default="", help="comma-separated, in order")
     _config_args(p)
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of the random test draws from each pool (default: a fresh one, stored)",
+    )
     p.add_argument("--label", default="")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_audit_models)
@@ -80,12 +90,25 @@ def _config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--confidence", type=float, default=0.95, help="e.g. 0.95 (alpha = 0.05)")
     p.add_argument("--budget", type=int, default=100, help="stage-2 budget per generator")
     p.add_argument("--search-budget", type=int, default=100, help="stage-1 paraphrases per pair")
-    p.add_argument("--target", type=float, default=None, help="stop a generator once L_t >= p*")
+    p.add_argument(
+        "--target",
+        type=float,
+        default=None,
+        help="p*: a pair is certified when its bound (after --tv) is >= p* (without a target "
+        "pairs can pass, never be certified)",
+    )
+    p.add_argument(
+        "--no-stop-at-target",
+        dest="stop_at_target",
+        action="store_false",
+        help="keep testing a generator after L_t >= p* (default: stop there, after n* draws)",
+    )
     p.add_argument("--tv", type=float, default=0.0, help="total-variation delta (assumption)")
     p.add_argument(
         "--continue-after-counterexample",
         action="store_true",
-        help="keep testing after a stage-2 counterexample (for the failure-tolerant bound)",
+        help="run every test generator to its own stop even after counterexamples, so the "
+        "pair-level failure-tolerant bound covers them all and is reported",
     )
 
 
@@ -102,6 +125,7 @@ def _config(args: argparse.Namespace, test_generators: tuple[str, ...], **extra:
         tv_delta=args.tv,
         test_generators=test_generators,
         continue_after_counterexample=args.continue_after_counterexample,
+        stop_at_target=args.stop_at_target,
         **extra,
     )
 
@@ -134,7 +158,7 @@ def pair_summary_json(store: Any, run_id: str) -> dict[str, Any]:
         }
         for r in df.to_dict("records")
     ]
-    return {"run_id": run_id, "pairs": pairs}
+    return {"schema_version": JSON_SCHEMA_VERSION, "run_id": run_id, "pairs": pairs}
 
 
 def _print(obj: Any, as_json: bool) -> None:
@@ -213,12 +237,18 @@ def cmd_audit_models(args: argparse.Namespace) -> int:
                 args,
                 tuple(_split(args.test_generators)),
                 search_generators=tuple(_split(args.search_generators)),
+                draw_seed=args.seed,
             ),
             label=args.label,
             progress=None if args.json else _print_progress,
+            warn=_print_warning,
         )
         _print(pair_summary_json(store, run_id), args.json)
     return 0
+
+
+def _print_warning(message: str) -> None:
+    print(f"eraudit: warning: {message}", file=sys.stderr)
 
 
 def _print_progress(p: Any) -> None:
@@ -288,19 +318,31 @@ def cmd_sweeps(args: argparse.Namespace) -> int:
         pairs = store.pair_results(args.run_id)
         e = epsilon_sweep(pairs, store.steps(args.run_id), config, eps)
         c = confidence_sweep(pairs, config)
+        c_all = confidence_sweep(pairs, config, simultaneous=True)
+
+    def records(df: Any) -> list[dict[str, Any]]:
+        return [{k: _num(v) for k, v in r.items()} for r in df.to_dict("records")]
+
     if args.json:
         _print(
             {
+                "schema_version": JSON_SCHEMA_VERSION,
                 "run_id": args.run_id,
-                "epsilon": [{k: _num(v) for k, v in r.items()} for r in e.to_dict("records")],
-                "confidence": [{k: _num(v) for k, v in r.items()} for r in c.to_dict("records")],
+                "epsilon": records(e),
+                "confidence": records(c),
+                "confidence_simultaneous": records(c_all),
             },
             True,
         )
     else:
+        print("Epsilon sweep (mean_bound: degraded and inconclusive questions count as 0)")
         print(e.to_string(index=False))
         print()
+        print("Bounds per question at other confidence levels")
         print(c.to_string(index=False))
+        print()
+        print(f"All {len(pairs)} questions at once (Bonferroni, alpha / N)")
+        print(c_all.to_string(index=False))
     return 0
 
 

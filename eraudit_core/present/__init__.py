@@ -11,6 +11,7 @@ from eraudit_core.present._export import (
     export_run,
     pair_table,
     paraphrase_table,
+    run_provenance,
     table_bytes,
 )
 from eraudit_core.present._plots import (
@@ -34,10 +35,13 @@ from eraudit_core.present._views import (
     confidence_sweep,
     epsilon_sweep,
     question_summary,
+    replay_pair,
     run_overview,
     run_views,
     scatter_points,
+    simultaneous_confidence,
     standard_evaluation,
+    sweep_epsilons,
 )
 
 __all__ = [
@@ -56,14 +60,18 @@ __all__ = [
     "paraphrase_d_figure",
     "paraphrase_table",
     "question_summary",
+    "replay_pair",
     "run_overview",
+    "run_provenance",
     "run_verdict",
     "run_views",
     "scatter_figure",
     "scatter_points",
+    "simultaneous_confidence",
     "standard_evaluation",
     "standard_evaluation_figure",
     "status_counts_figure",
+    "sweep_epsilons",
     "table_bytes",
     "write_report",
 ]

@@ -1,14 +1,20 @@
-"""A run as tables: per-pair and per-paraphrase results, written as CSV or Parquet."""
+"""A run as tables (per-pair and per-paraphrase results, CSV or Parquet) plus its provenance.
+
+Every export names what produced it, so a reader can tell whether two exports (or reports)
+came from the same inputs: tool version, both checkpoints' fingerprints, each paraphrase set's
+digest, the test-draw seed, the config and the times.
+"""
 
 from __future__ import annotations
 
 import io
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import pandas as pd
 
+from eraudit_core.audit import tool_version
 from eraudit_core.errors import InputError
 from eraudit_core.store import Store
 
@@ -59,6 +65,28 @@ PARAPHRASE_COLUMNS = [
 # Tables for export
 
 
+def run_provenance(store: Store, run_id: str) -> dict[str, Any]:
+    """What produced a run: stored provenance plus checkpoints, config and times (JSON-safe)."""
+    run = store.run(run_id)
+    stored = dict(run.get("provenance") or {})
+
+    def when(v: Any) -> str | None:
+        return None if v is None or (isinstance(v, float) and v != v) else str(v)
+
+    return {
+        "run_id": run_id,
+        "label": run.get("label"),
+        "status": run.get("status"),
+        "tool_version": stored.pop("tool_version", None) or tool_version(),
+        "pre": {"name": run.get("pre_name"), "fingerprint": run.get("pre_fingerprint")},
+        "post": {"name": run.get("post_name"), "fingerprint": run.get("post_fingerprint")},
+        "config": run["config"],
+        "created_at": when(run.get("created_at")),
+        "finished_at": when(run.get("finished_at")),
+        **stored,
+    }
+
+
 def pair_table(store: Store, run_id: str) -> pd.DataFrame:
     """Per-pair results of a run with flat columns (generators as a JSON string)."""
     df = store.pair_results(run_id)
@@ -89,7 +117,8 @@ def table_bytes(df: pd.DataFrame, fmt: str) -> bytes:
 
 
 def export_run(store: Store, run_id: str, out_dir: str | Path, fmt: str = "csv") -> list[Path]:
-    """Write `<run_id>_pairs.<fmt>` and `<run_id>_paraphrases.<fmt>` into `out_dir`."""
+    """Write `<run_id>_pairs.<fmt>`, `<run_id>_paraphrases.<fmt>` and
+    `<run_id>_provenance.json` into `out_dir`."""
     if fmt not in EXPORT_FORMATS:
         raise InputError(f"export format must be one of {', '.join(EXPORT_FORMATS)}, got {fmt!r}")
     store.run(run_id)  # raises InputError naming the run if it does not exist
@@ -104,4 +133,7 @@ def export_run(store: Store, run_id: str, out_dir: str | Path, fmt: str = "csv")
         path = out / f"{safe_id}_{name}.{fmt}"
         path.write_bytes(table_bytes(df, fmt))
         written.append(path)
+    path = out / f"{safe_id}_provenance.json"
+    path.write_text(json.dumps(run_provenance(store, run_id), indent=2, default=str) + "\n")
+    written.append(path)
     return written

@@ -19,15 +19,24 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from eraudit_core.text import safe_label
+from eraudit_core.types import PAIR_STATUSES
 
-BOUND_AXIS = "certified lower bound (0 to 1)"
+BOUND_AXIS = "lower confidence bound L_t (0 to 1)"
 T_AXIS = "paraphrases tested (t)"
+# Only `certified` gets the certificate green; `passed` (no target, or a bound below it) is a
+# neutral blue so a weak bound never looks like a certificate.
 STATUS_COLOURS = {
     "degraded": "#d62728",
     "certified": "#2ca02c",
+    "passed": "#4c78a8",
     "inconclusive": "#7f7f7f",
 }
-STATUS_SYMBOLS = {"degraded": "x", "certified": "circle", "inconclusive": "diamond-open"}
+STATUS_SYMBOLS = {
+    "degraded": "x",
+    "certified": "circle",
+    "passed": "circle-open",
+    "inconclusive": "diamond-open",
+}
 RUN_COLOURS = ("#1f77b4", "#ff7f0e", "#9467bd", "#17becf", "#8c564b", "#e377c2")
 TOLERANT_NOTE = "failure-tolerant bound (beyond the paper)"
 
@@ -240,7 +249,7 @@ def epsilon_figure(
     fig = make_subplots(
         rows=1,
         cols=2,
-        subplot_titles=("Questions with a counterexample", "Mean certified bound"),
+        subplot_titles=("Questions with a counterexample", "Mean bound (degraded = 0)"),
         horizontal_spacing=0.12,
     )
     for i, (label, df) in enumerate(sweeps.items()):
@@ -285,9 +294,11 @@ def epsilon_figure(
 def confidence_figure(
     sweeps: Mapping[str, pd.DataFrame],
     *,
-    title: str = "Mean certified bound at other confidence levels",
+    title: str = "Mean bound at other confidence levels (degraded = 0)",
 ) -> go.Figure:
-    """Mean bound per run at confidence 0.8 ... 0.999 (`views.confidence_sweep` output)."""
+    """Mean bound per curve at confidence 0.8 ... 0.999 (`views.confidence_sweep` output).
+
+    A curve can be a run per question, or the same run read simultaneously (alpha / N)."""
     sweeps = {k: v for k, v in sweeps.items() if v is not None and not v.empty}
     if not sweeps:
         return _empty(title, "No finished questions yet.")
@@ -305,7 +316,7 @@ def confidence_figure(
             )
         )
     fig.update_xaxes(title_text="confidence level (e.g. 0.95 = 95% confidence)", type="category")
-    fig.update_yaxes(title_text="mean certified bound (0 to 1)", range=[0, 1])
+    fig.update_yaxes(title_text="mean lower bound (0 to 1)", range=[0, 1])
     return _layout(fig, title)
 
 
@@ -345,12 +356,12 @@ def standard_evaluation_figure(
 def status_counts_figure(
     counts: Mapping[str, Mapping[str, int]], *, title: str = "Verdicts per run"
 ) -> go.Figure:
-    """Stacked bars of degraded / certified / inconclusive questions per run label."""
+    """Stacked bars of degraded / certified / passed / inconclusive questions per run."""
     if not counts:
         return _empty(title, "No runs selected.")
     labels = [safe_label(k, 40) for k in counts]
     fig = go.Figure()
-    for status in ("degraded", "certified", "inconclusive"):
+    for status in PAIR_STATUSES:
         fig.add_trace(
             go.Bar(
                 x=labels,

@@ -14,6 +14,7 @@ before it reaches the HTML, and into figures only through `plots.safe_label`.
 from __future__ import annotations
 
 import html
+import json
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -28,6 +29,7 @@ from eraudit_core.audit import AuditConfig
 from eraudit_core.errors import InputError
 from eraudit_core.present import _plots as plots
 from eraudit_core.present import _views as views
+from eraudit_core.present._export import run_provenance
 from eraudit_core.store import Store
 
 MAX_COUNTEREXAMPLES_SHOWN = 200
@@ -49,23 +51,50 @@ def _pct(x: float) -> str:
 # Plain-language verdicts
 
 
+def _pool_sentence(pairs: pd.DataFrame, config: AuditConfig) -> str | None:
+    """Which population a bound speaks about: a draw from each test generator's pool."""
+    sizes = [
+        int(g["available"])
+        for gens in pairs.get("generators", pd.Series(dtype=object))
+        for g in (gens or [])
+    ]
+    if not sizes:
+        return None
+    how = (
+        f"uniformly at random without replacement (seed {config.draw_seed})"
+        if config.draw_seed is not None
+        else "in the order given by the score table"
+    )
+    pool = f"{min(sizes)}" if min(sizes) == max(sizes) else f"{min(sizes)} to {max(sizes)}"
+    return (
+        f"Each bound is about a paraphrase drawn at random from a test generator's pool of "
+        f"M = {pool} paraphrases per question; the tested paraphrases were drawn {how}. It says "
+        "nothing about rewordings unlike those the generators write."
+    )
+
+
 def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
     """Headline and sentences that describe one run without statistics jargon.
 
-    Returns {"headline": str, "sentences": list[str], "overview": dict}. The confidence is
-    named as a confidence (e.g. 0.95), never as a significance level.
+    Returns {"headline", "sentences", "overview", "kind"}; `kind` is the headline's verdict
+    class (degraded / certified / passed / inconclusive). Only `certified` questions (bound
+    after the total-variation relaxation >= a target p*) are called certified; a bound without
+    a target, or below it, is reported as what it is. The confidence is named as a confidence
+    (e.g. 0.95), and the guarantee is stated per question, before results are known.
     """
     config = AuditConfig.from_dict(run["config"])
     ov = views.run_overview(pairs)
     label = str(run.get("label") or run["run_id"])
     pre, post = str(run.get("pre_name") or "before"), str(run.get("post_name") or "after")
-    n, n_deg, n_cert, n_inc = (
+    n, n_deg, n_cert, n_pass, n_inc = (
         ov["n_pairs"],
         ov["n_degraded"],
         ov["n_certified"],
+        ov["n_passed"],
         ov["n_inconclusive"],
     )
-    conf = f"{config.confidence:g}"
+    conf, alpha = f"{config.confidence:g}", 1.0 - config.confidence
+    target = None if config.target is None else f"{config.target:g}"
     sentences = [
         f"Run \u201c{label}\u201d compares the verifier before adaptation ({pre}) with the verifier after "
         f"adaptation ({post}) on {n} hidden question(s) that nobody monitored during adaptation."
@@ -90,40 +119,74 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
         )
     if n_cert:
         sentences.append(
-            f"{n_cert} question(s) passed every test. For each of them we can say, with "
-            f"confidence {conf}, that at least {_fmt(ov['min_bound_certified'], 2)} of "
-            "paraphrases drawn like the tested ones are not degraded (the lowest bound among "
-            "them; see the per-question table for each one)."
+            f"{n_cert} question(s) are CERTIFIED: no counterexample, every test generator "
+            f"tested, and the lower bound reached the target p* = {target} at confidence {conf} "
+            f"(the lowest certified bound is {_fmt(ov['min_bound_certified'], 2)})."
+        )
+    if n_pass:
+        why = (
+            "no target p* was set"
+            if target is None
+            else f"the bound stayed below the target p* = {target}"
+        )
+        sentences.append(
+            f"{n_pass} question(s) PASSED without a certificate: no counterexample was found and "
+            f"every test generator was tested, but {why}. Their bounds (mean "
+            f"{_fmt(pairs.loc[pairs['status'] == 'passed', 'bound'].mean(), 2)}) are weaker "
+            "statements, shown per question in the table; they are not certificates."
         )
     if n_inc:
         sentences.append(
-            f"{n_inc} question(s) are inconclusive: no counterexample was found, but the "
-            "sequential test did not run to completion. Finding no counterexample is not "
-            "evidence that the question is safe."
+            f"{n_inc} question(s) are inconclusive: no counterexample was found, but some test "
+            "generator has nothing tested for them. Finding no counterexample is not evidence "
+            "that a question is safe."
         )
+    if n_cert or n_pass:
+        sentences.append(
+            f"What a bound means: for each question, before its result is known, the chance "
+            f"that its bound is wrong is at most {alpha:.3g} (one minus the confidence), so "
+            f"across the {n} audited questions the expected number of wrong bounds is at most "
+            f"{alpha:.3g} x {n} = {alpha * n:.2g}. It is not a promise about the questions "
+            f"picked out afterwards as certified. To make all {n} statements hold at once, "
+            f"read every bound at confidence {views.simultaneous_confidence(config.confidence, n):.4g} "
+            f"(Bonferroni, {alpha:.3g} / {n}); see 'all questions at once' in the confidence plot."
+        )
+    pool = _pool_sentence(pairs, config)
+    if pool:
+        sentences.append(pool)
     if config.tv_delta > 0:
         sentences.append(
             f"Assumption: the paraphrases that matter lie within total-variation distance "
-            f"{config.tv_delta:g} of the tested generators; every bound was lowered by that much."
+            f"{config.tv_delta:g} of the tested generators' mixture; every bound (including the "
+            "failure-tolerant one) was lowered by that much."
         )
     if n == 0:
-        headline = f"{label}: no questions finished yet."
+        kind, headline = "inconclusive", f"{label}: no questions finished yet."
     elif n_deg:
+        kind = "degraded"
         headline = (
             f"{label}: adaptation DEGRADED {n_deg} of {n} hidden question(s) "
             f"(epsilon {config.epsilon:g})."
         )
     elif n_cert == n:
+        kind = "certified"
         headline = (
-            f"{label}: no degradation found; every question certified with confidence {conf} "
-            f"(mean bound {_fmt(ov['mean_bound'], 2)})."
+            f"{label}: no degradation found; every question certified at p* = {target} with "
+            f"confidence {conf} (mean bound {_fmt(ov['mean_bound'], 2)})."
         )
     else:
-        headline = (
-            f"{label}: no counterexample found, {n_cert} of {n} question(s) certified with "
-            f"confidence {conf}; the rest are inconclusive."
-        )
-    return {"headline": headline, "sentences": sentences, "overview": ov}
+        kind = "passed" if n_pass + n_cert else "inconclusive"
+        parts = [
+            f"{c} {w}"
+            for c, w in (
+                (n_cert, "certified"),
+                (n_pass, "passed without a certificate"),
+                (n_inc, "inconclusive"),
+            )
+            if c
+        ]
+        headline = f"{label}: no counterexample found; " + ", ".join(parts) + f" of {n}."
+    return {"headline": headline, "sentences": sentences, "overview": ov, "kind": kind}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -136,6 +199,7 @@ h1 { font-size: 1.7rem; } h2 { border-bottom: 2px solid #ddd; padding-bottom: .2
 .headline { font-size: 1.15rem; font-weight: 600; padding: .7rem 1rem; border-radius: 6px; }
 .degraded { background: #fde8e8; border-left: 6px solid #d62728; }
 .certified { background: #e8f6e8; border-left: 6px solid #2ca02c; }
+.passed { background: #e9eff7; border-left: 6px solid #4c78a8; }
 .inconclusive { background: #f0f0f0; border-left: 6px solid #7f7f7f; }
 table { border-collapse: collapse; font-size: .85rem; margin: .6rem 0; }
 th, td { border: 1px solid #ddd; padding: .25rem .5rem; text-align: left; vertical-align: top; }
@@ -172,10 +236,7 @@ def _run_section(store: Store, run_id: str, index: int) -> tuple[str, dict[str, 
     data = views.run_views(store, run_id)
     pairs = data["pairs"]
     verdict = run_verdict(run, pairs)
-    ov = verdict["overview"]
-    kind = (
-        "degraded" if ov["n_degraded"] else ("certified" if ov["n_certified"] else "inconclusive")
-    )
+    kind = verdict["kind"]
     esc = html.escape
     parts = [
         f"<h2>Run {index}: {esc(str(run.get('label') or run_id))}</h2>",
@@ -194,6 +255,20 @@ def _run_section(store: Store, run_id: str, index: int) -> tuple[str, dict[str, 
             ("search budget per question", config.search_budget),
             ("test budget per generator", config.test_budget),
             ("target p*", "none" if config.target is None else f"{config.target:g}"),
+            (
+                "stop a generator early at the target",
+                "yes" if config.stop_at_target and config.target is not None else "no",
+            ),
+            (
+                "run every generator to its own stop (failure-tolerant bound)",
+                "yes" if config.continue_after_counterexample else "no",
+            ),
+            (
+                "test draws",
+                "random from each pool, seed " + str(config.draw_seed)
+                if config.draw_seed is not None
+                else "score-table order",
+            ),
             ("total-variation assumption delta", f"{config.tv_delta:g}"),
             ("test generators", ", ".join(config.test_generators) or "(all in the store)"),
             (
@@ -219,9 +294,15 @@ def _run_section(store: Store, run_id: str, index: int) -> tuple[str, dict[str, 
             '<p class="note">Some epsilon values need scores this run did not collect '
             "(it stopped early); those questions are left out of that point rather than guessed.</p>"
         )
+    simultaneous = views.confidence_sweep(pairs, config, simultaneous=True)
     parts.append(
         _figure_html(
-            plots.confidence_figure({str(run.get("label") or run_id): data["confidence"]}),
+            plots.confidence_figure(
+                {
+                    "each question on its own": data["confidence"],
+                    f"all {len(pairs)} questions at once (alpha / {len(pairs)})": simultaneous,
+                }
+            ),
             f"conf-{index}",
         )
     )
@@ -248,9 +329,9 @@ def _run_section(store: Store, run_id: str, index: int) -> tuple[str, dict[str, 
     parts.append(
         f"<details><summary>All {len(q)} questions</summary>"
         '<p class="beyond">The failure-tolerant bound is beyond the paper: it does not drop to '
-        "0 at the first counterexample (a beta-binomial mixture confidence sequence).</p>"
-        + _table_html(q)
-        + "</details>"
+        "0 at the first counterexample (a beta-binomial mixture confidence sequence). It is "
+        "shown only where every test generator was tested; elsewhere it would cover only some "
+        "generators.</p>" + _table_html(q) + "</details>"
     )
     steps = store.steps(run_id)
     cex = steps[steps["is_counterexample"].astype(bool)] if not steps.empty else steps
@@ -263,7 +344,38 @@ def _run_section(store: Store, run_id: str, index: int) -> tuple[str, dict[str, 
             + _table_html(shown[["pair_id", "set", "generator", "text", "p_pre", "p_post", "d"]])
             + "</details>"
         )
+    parts.append(_provenance_html(store, run_id))
     return "\n".join(parts), verdict
+
+
+def _provenance_html(store: Store, run_id: str) -> str:
+    """What produced the run, so two readers can tell whether they saw the same inputs."""
+    prov = run_provenance(store, run_id)
+    rows = [
+        ("tool version", prov.get("tool_version")),
+        (
+            "before adaptation (pre)",
+            f"{prov['pre']['name']} (fingerprint {prov['pre']['fingerprint']})",
+        ),
+        (
+            "after adaptation (post)",
+            f"{prov['post']['name']} (fingerprint {prov['post']['fingerprint']})",
+        ),
+        ("benchmark", prov.get("benchmark_id")),
+        ("inputs digest (questions, sets, draws)", prov.get("inputs_digest")),
+        ("test-draw seed", prov.get("draw_seed")),
+        ("run created / finished", f"{prov.get('created_at')} / {prov.get('finished_at')}"),
+    ]
+    for name, info in (prov.get("paraphrase_sets") or {}).items():
+        rows.append(
+            (
+                f"paraphrase set {name}",
+                f"digest {info['digest']}, {info['n_paraphrases']} paraphrases",
+            )
+        )
+    rows.append(("config", json.dumps(prov["config"], sort_keys=True)))
+    table = pd.DataFrame(rows, columns=["what", "value"]).astype(str)
+    return "<details><summary>Provenance</summary>" + _table_html(table) + "</details>"
 
 
 def build_report(store: Store, run_ids: Sequence[str], *, title: str | None = None) -> str:
@@ -307,6 +419,7 @@ def build_report(store: Store, run_ids: Sequence[str], *, title: str | None = No
                     k: {
                         "degraded": v["n_degraded"],
                         "certified": v["n_certified"],
+                        "passed": v["n_passed"],
                         "inconclusive": v["n_inconclusive"],
                     }
                     for k, v in counts.items()
@@ -327,7 +440,10 @@ def build_report(store: Store, run_ids: Sequence[str], *, title: str | None = No
 ER-Audit asks whether adapting (fine-tuning) a verifier model quietly made it worse on related
 questions nobody monitored. For each hidden question it searches paraphrases for a
 counterexample; if none is found it runs a sequential test that gives a lower bound, at a stated
-confidence, on the share of paraphrases on which the adapted model is not worse.</p>
+confidence, on the share of paraphrases on which the adapted model is not worse. Verdicts:
+<b>degraded</b> (a counterexample was found), <b>certified</b> (no counterexample and the bound
+reached the target p*), <b>passed</b> (no counterexample, but no target or a bound below it: not
+a certificate), <b>inconclusive</b> (some test generator has nothing tested).</p>
 <h2>Summary</h2>
 <ul>{summary}</ul>
 {"".join(overall)}

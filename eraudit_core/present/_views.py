@@ -15,8 +15,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from eraudit_core import audit as B
-from eraudit_core.audit import AuditConfig
+from eraudit_core.audit import (
+    CONFIDENCE_LEVELS,
+    AuditConfig,
+    lower_confidence_bound,
+    tv_relaxed_bound,
+)
 from eraudit_core.store import Store
 
 SCATTER_COLUMNS = [
@@ -87,69 +91,105 @@ def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
     return [{str(k): v for k, v in r.items()} for r in df.to_dict("records")]
 
 
-@dataclass(frozen=True)
-class PairReplay:
-    """What a pair's stored steps say independently of epsilon, computed once per pair.
+def sweep_epsilons(
+    config: AuditConfig, epsilons: Iterable[float] = DEFAULT_EPSILONS
+) -> list[float]:
+    """The epsilons of a sweep, always including the run's own."""
+    return sorted({float(e) for e in epsilons} | {float(config.epsilon)})
 
-    `bound_if_clean` is the verdict's bound when no stored D exceeds epsilon: NaN when the
-    run stopped before collecting what that verdict needs (unavailable), 0 when a generator
-    had no paraphrases (inconclusive), else the TV-relaxed common paper bound.
+
+@dataclass(frozen=True)
+class GeneratorReplay:
+    """One generator's stored stage-2 sequence, reduced to what any epsilon's replay needs.
+
+    A fresh audit at epsilon draws the same sequence (the draws are fixed by the run's seed)
+    and stops at the first D > epsilon, at `cap` = min(budget, pool, n* if it stops early at
+    the target) clean draws, or at the end of the pool. Its outcome is known from the stored
+    prefix iff that stop lies inside it.
     """
 
-    max_d_stage1: float
-    max_d_stage2: float
-    bound_if_clean: float
-    status_if_clean: str
+    prefix_max: np.ndarray  # running max of the stored D values, in draw order
+    cap: int
 
-    def at(self, epsilon: float) -> dict[str, Any]:
-        if self.max_d_stage1 > epsilon or self.max_d_stage2 > epsilon:
-            return {"status": "degraded", "bound": 0.0, "available": True}
-        available = self.status_if_clean != "unknown"
-        return {
-            "status": self.status_if_clean,
-            "bound": self.bound_if_clean,
-            "available": available,
-        }
+    def outcome(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(state, n) per epsilon; state 0 = complete with n clean draws, 1 = counterexample,
+        2 = unknown (the fresh audit would need draws the run did not collect)."""
+        stored = self.prefix_max.size
+        clean = np.searchsorted(
+            self.prefix_max, eps, side="right"
+        )  # clean draws before the first D > eps
+        state = np.where(clean >= self.cap, 0, np.where(clean < stored, 1, 2))
+        return state, np.full(eps.shape, self.cap)
 
 
-def summarise_pair(pair: Mapping[str, Any], steps: pd.DataFrame, config: AuditConfig) -> PairReplay:
-    """Reduce one pair's stored steps to what any epsilon's verdict depends on."""
-    d = steps["d"].to_numpy(dtype=float)
-    stage = steps["stage"].to_numpy()
-    max1 = float(d[stage == 1].max()) if (stage == 1).any() else -np.inf
-    max2 = float(d[stage == 2].max()) if (stage == 2).any() else -np.inf
+def _generator_replays(
+    pair: Mapping[str, Any], steps: pd.DataFrame, config: AuditConfig
+) -> list[GeneratorReplay] | None:
+    """Replays of the run's generators for one pair; None when the stored record does not say
+    which generators the run had (a stage-1 verdict stored before generators were recorded)."""
     generators = pair.get("generators") or []
     if not generators:
-        if int(pair.get("stage") or 0) == 1:  # stage 2 never ran: its verdict is unknown
-            return PairReplay(max1, max2, np.nan, "unknown")
-        return PairReplay(max1, max2, 0.0, "inconclusive")
-    s2_counts = steps.loc[stage == 2, "generator"].value_counts()
-    paper_bounds = []
+        return None if int(pair.get("stage") or 0) == 1 else []
+    s2 = steps[steps["stage"] == 2]
+    stop_after = config.stop_after
+    out = []
     for g in generators:
-        if g["stop"] == "no paraphrases":
-            return PairReplay(max1, max2, 0.0, "inconclusive")
-        complete = g["stop"] in ("budget", "last paraphrase", "target reached") or (
-            g["n"] > 0 and g["n"] >= min(config.test_budget, g["available"])
-        )
-        if not complete:
-            return PairReplay(max1, max2, np.nan, "unknown")
-        n = int(s2_counts.get(g["generator"], 0))
-        paper_bounds.append(B.lower_confidence_bound(n, config.confidence))
-    bound = B.tv_relaxed_bound(B.common_bound(paper_bounds), config.tv_delta)
-    return PairReplay(max1, max2, bound, "certified")
+        rows = s2[s2["generator"] == g["generator"]].sort_values("t")
+        d = rows["d"].to_numpy(dtype=float)
+        cap = min(config.test_budget, int(g["available"]))
+        if stop_after is not None:
+            cap = min(cap, stop_after)
+        out.append(GeneratorReplay(np.maximum.accumulate(d) if d.size else d, cap))
+    return out
 
 
 def replay_pair(
-    pair: Mapping[str, Any], steps: pd.DataFrame, config: AuditConfig, epsilon: float
-) -> dict[str, Any]:
-    """The verdict a pair would get at another epsilon, from its stored steps alone.
+    pair: Mapping[str, Any],
+    steps: pd.DataFrame,
+    config: AuditConfig,
+    epsilons: Sequence[float],
+) -> pd.DataFrame:
+    """The verdict a fresh audit at each epsilon would give this pair, from its stored steps.
 
-    Returns {"status", "bound", "available"}; available is False when the run stopped before
-    collecting the scores this epsilon needs (the stored sequence ended on a counterexample
-    that no longer counts, or a generator was never reached). A counterexample anywhere in
-    the stored sequences decides the pair, whatever else is missing.
+    Columns: epsilon, status, bound, available. `available` is False when the run stopped
+    before collecting the scores that epsilon's verdict needs (a stored counterexample that
+    no longer counts, a generator never reached); such rows have status "unknown". A
+    counterexample inside any generator's fresh-run prefix decides the pair whatever else is
+    missing (the draws are fixed, so a fresh audit would reach it or an earlier one).
     """
-    return summarise_pair(pair, steps, config).at(epsilon)
+    eps = np.asarray(list(epsilons), dtype=float)
+    n_eps = eps.size
+    s1 = steps.loc[steps["stage"] == 1, "d"].to_numpy(dtype=float)
+    degraded = (s1.max() > eps) if s1.size else np.zeros(n_eps, dtype=bool)
+    replays = _generator_replays(pair, steps, config)
+    unknown = np.zeros(n_eps, dtype=bool)
+    empty_pool = np.zeros(n_eps, dtype=bool)
+    bounds: list[np.ndarray] = []
+    if replays is None:
+        unknown |= True
+    for r in replays or []:
+        state, n = r.outcome(eps)
+        degraded |= state == 1
+        unknown |= state == 2
+        empty_pool |= (state == 0) & (n == 0)
+        bounds.append(np.array([lower_confidence_bound(int(k), config.confidence) for k in n]))
+    inconclusive = empty_pool | (not replays and replays is not None)
+    common = np.min(np.vstack(bounds), axis=0) if bounds else np.zeros(n_eps)
+    bound = np.maximum(0.0, common - config.tv_delta)
+    reached = config.target is not None and bound >= config.target
+    status = np.where(
+        degraded,
+        "degraded",
+        np.where(
+            unknown,
+            "unknown",
+            np.where(inconclusive, "inconclusive", np.where(reached, "certified", "passed")),
+        ),
+    )
+    bound = np.where(degraded | inconclusive, 0.0, np.where(unknown, np.nan, bound))
+    return pd.DataFrame(
+        {"epsilon": eps, "status": status, "bound": bound, "available": status != "unknown"}
+    )
 
 
 def epsilon_sweep(
@@ -160,28 +200,32 @@ def epsilon_sweep(
 ) -> pd.DataFrame:
     """Questions with a counterexample and mean bound as epsilon varies (paper Fig. 10).
 
-    Columns: epsilon, n_questions, n_with_counterexample, mean_bound (over available pairs),
-    n_unavailable (pairs whose verdict at this epsilon needs scores the run did not collect).
-    Each pair's steps are summarised once; each epsilon is then a vectorised comparison.
+    Columns: epsilon (always including the run's own), n_questions, n_with_counterexample,
+    mean_bound (mean lower bound over the available pairs; degraded and inconclusive pairs
+    count as 0), n_unavailable (pairs whose verdict at this epsilon needs scores the run did
+    not collect). At every epsilon each available pair's verdict is what a fresh audit at that
+    epsilon would give; at the run's own epsilon every pair is available.
     """
-    cols = ["stage", "d", "generator", "t"]
-    empty = steps.iloc[0:0] if not steps.empty else pd.DataFrame(columns=cols)
+    eps = sweep_epsilons(config, epsilons)
+    empty = (
+        steps.iloc[0:0]
+        if not steps.empty
+        else pd.DataFrame(columns=["stage", "d", "generator", "t"])
+    )
     by_pair = dict(tuple(steps.groupby("pair_id", sort=False))) if not steps.empty else {}
-    summaries = [
-        summarise_pair(rec, by_pair.get(rec["pair_id"], empty), config) for rec in _records(pairs)
+    replays = [
+        replay_pair(rec, by_pair.get(rec["pair_id"], empty), config, eps) for rec in _records(pairs)
     ]
-    max_d = np.array([max(s.max_d_stage1, s.max_d_stage2) for s in summaries], dtype=float)
-    clean_bound = np.array([s.bound_if_clean for s in summaries], dtype=float)
     rows = []
-    for eps in epsilons:
-        degraded = max_d > float(eps)
-        available = degraded | ~np.isnan(clean_bound)
-        bound = np.where(degraded, 0.0, clean_bound)
+    for i, e in enumerate(eps):
+        status = np.array([r["status"].iloc[i] for r in replays], dtype=object)
+        bound = np.array([r["bound"].iloc[i] for r in replays], dtype=float)
+        available = status != "unknown"
         rows.append(
             {
-                "epsilon": float(eps),
-                "n_questions": len(summaries),
-                "n_with_counterexample": int(degraded.sum()),
+                "epsilon": e,
+                "n_questions": len(replays),
+                "n_with_counterexample": int((status == "degraded").sum()),
                 "mean_bound": float(bound[available].mean()) if available.any() else np.nan,
                 "n_unavailable": int((~available).sum()),
             }
@@ -189,28 +233,44 @@ def epsilon_sweep(
     return pd.DataFrame(rows)
 
 
+def simultaneous_confidence(confidence: float, n_questions: int) -> float:
+    """Per-question confidence that makes all N bounds hold at once (Bonferroni, alpha / N)."""
+    return 1.0 - (1.0 - confidence) / max(1, n_questions)
+
+
 def confidence_sweep(
-    pairs: pd.DataFrame, config: AuditConfig, levels: Sequence[float] = B.CONFIDENCE_LEVELS
+    pairs: pd.DataFrame,
+    config: AuditConfig,
+    levels: Sequence[float] = CONFIDENCE_LEVELS,
+    *,
+    simultaneous: bool = False,
 ) -> pd.DataFrame:
-    """Mean common bound at other confidence levels, from the stored test counts.
+    """Mean bound at other confidence levels, from the stored test counts.
 
     The paper bound is a confidence sequence, valid at any stopping time, so re-reading the
     same n successes at another level is valid even though the run stopped by its own rule.
-    Columns: confidence, mean_bound, n_pairs.
+    Per question (default), each bound is wrong with probability at most alpha, so across N
+    questions the expected number of wrong bounds is at most alpha x N. With `simultaneous`,
+    each bound is read at 1 - alpha / N (Bonferroni), so all N hold at once with the stated
+    confidence. Degraded and inconclusive pairs count as 0.
+    Columns: confidence, per_question_confidence, mean_bound, n_pairs.
     """
+    records = _records(pairs)
     rows = []
     for level in levels:
+        per_q = simultaneous_confidence(level, len(records)) if simultaneous else level
         bounds = []
-        for rec in _records(pairs):
+        for rec in records:
             gens = rec.get("generators") or []
-            if rec["status"] != "certified" or not gens:
+            if rec["status"] not in ("certified", "passed") or not gens:
                 bounds.append(0.0)
                 continue
-            common = min(B.lower_confidence_bound(int(g["n"]), level) for g in gens)
-            bounds.append(B.tv_relaxed_bound(common, config.tv_delta))
+            common = min(lower_confidence_bound(int(g["n"]), per_q) for g in gens)
+            bounds.append(tv_relaxed_bound(common, config.tv_delta))
         rows.append(
             {
                 "confidence": float(level),
+                "per_question_confidence": float(per_q),
                 "mean_bound": float(np.mean(bounds)) if bounds else np.nan,
                 "n_pairs": len(bounds),
             }
@@ -246,18 +306,24 @@ def scatter_points(store: Store, run_ids: Sequence[str]) -> pd.DataFrame:
 
 
 def run_overview(pairs: pd.DataFrame) -> dict[str, Any]:
-    """Headline numbers of a run for summaries and the plain-language verdict."""
+    """Headline numbers of a run for summaries and the plain-language verdict.
+
+    `mean_bound` averages every pair's bound, degraded and inconclusive ones counting as 0;
+    `mean_bound_tested` averages only the pairs with a bound (certified and passed).
+    """
     n = len(pairs)
     counts = pairs["status"].value_counts().to_dict() if n else {}
+    tested = pairs[pairs["status"].isin(["certified", "passed"])] if n else pairs
+    certified = pairs.loc[pairs["status"] == "certified", "bound"] if n else pd.Series(dtype=float)
     return {
         "n_pairs": n,
         "n_degraded": int(counts.get("degraded", 0)),
         "n_certified": int(counts.get("certified", 0)),
+        "n_passed": int(counts.get("passed", 0)),
         "n_inconclusive": int(counts.get("inconclusive", 0)),
         "mean_bound": float(pairs["bound"].mean()) if n else np.nan,
-        "min_bound_certified": float(pairs.loc[pairs["status"] == "certified", "bound"].min())
-        if counts.get("certified")
-        else np.nan,
+        "mean_bound_tested": float(tested["bound"].mean()) if len(tested) else np.nan,
+        "min_bound_certified": float(certified.min()) if len(certified) else np.nan,
         "mean_gain": float(pairs["gain"].mean()) if n else np.nan,
     }
 

@@ -13,6 +13,7 @@ import pandas as pd
 
 from eraudit_core.errors import InputError
 from eraudit_core.sensitivity._tidy import DROPPED_COLUMNS
+from eraudit_core.types import PAIR_STATUSES
 
 # --------------------------------------------------------------------------------------------
 # ER-Audit runs as a sensitivity table
@@ -29,7 +30,7 @@ RUN_PAIR_COLUMNS = (
     "status",
 )
 DEFAULT_MAX_D_EDGES = (0.0, 0.5, 1.0, 2.0)
-FINISHED_STATUSES = ("degraded", "certified", "inconclusive")
+FINISHED_STATUSES = PAIR_STATUSES
 
 
 def outcomes_from_run_pairs(

@@ -60,6 +60,28 @@ MIGRATIONS: dict[int, list[str]] = {
             PRIMARY KEY (run_id, pair_id, stage, generator, t))""",
         "CREATE INDEX run_steps_run ON run_steps (run_id, pair_id)",
     ],
+    # 2: the four-verdict vocabulary (issue 10) and run provenance. A stored "certified" pair
+    # had no counterexample and every generator tested: it stays certified only when its run
+    # set a target p* and the bound reaches it, else it is "passed". A failure-tolerant bound
+    # stored over a subset of the generators is dropped (it did not cover min_g p_g), and the
+    # rest get the total-variation relaxation the other bounds already had.
+    2: [
+        "ALTER TABLE runs ADD COLUMN provenance JSON",
+        """UPDATE run_pairs SET status = 'passed' FROM runs
+            WHERE run_pairs.run_id = runs.run_id AND run_pairs.status = 'certified'
+            AND (TRY_CAST(json_extract_string(runs.config, '$.target') AS DOUBLE) IS NULL
+                 OR run_pairs.bound
+                    < TRY_CAST(json_extract_string(runs.config, '$.target') AS DOUBLE))""",
+        """UPDATE run_pairs SET bound_tolerant = NULL
+            WHERE bound_tolerant IS NOT NULL AND (
+                len(json_extract(generators, '$[*].n')) = 0
+                OR list_min(list_transform(json_extract(generators, '$[*].n'),
+                                           lambda x: CAST(x AS INTEGER))) = 0)""",
+        """UPDATE run_pairs SET bound_tolerant = greatest(0.0, bound_tolerant - coalesce(
+                TRY_CAST(json_extract_string(runs.config, '$.tv_delta') AS DOUBLE), 0.0))
+            FROM runs WHERE run_pairs.run_id = runs.run_id
+            AND run_pairs.bound_tolerant IS NOT NULL""",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 RUN_STATUSES = ("pending", "running", "done", "failed", "cancelled", "interrupted")

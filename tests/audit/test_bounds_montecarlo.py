@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from _exceedance import first_exceedance_time
 
 from eraudit_core.audit import _bounds as B
 
@@ -131,7 +132,7 @@ def test_paper_bound_stop_at_target_just_above_truth(p, confidence):
 @pytest.mark.parametrize("p", PS)
 def test_paper_bound_worst_case_adversary_matches_closed_form(p, confidence):
     alpha = 1 - confidence
-    T = B.first_exceedance_time(p, confidence)
+    T = first_exceedance_time(p, confidence)
     rep = simulate_paper_bound(p, confidence, 10 * T, above(p), _rng(p, confidence, 3))
     miss = float(np.mean(rep > p))
     # the adversary wins iff the first T steps succeed: p ** T <= alpha because L_T > p
@@ -140,12 +141,26 @@ def test_paper_bound_worst_case_adversary_matches_closed_form(p, confidence):
     _check(miss, alpha, closed, R, ("paper", p, confidence, f"adversary (T={T})"))
 
 
+@pytest.mark.parametrize("p", PS)
+def test_negative_control_paper_bound_at_alpha_030_labelled_095_fails(p):
+    """The same harness that passes the real bound (confidence 0.95) fails a bound computed at
+    alpha' = 0.30 but labelled 0.95, at every p of the real test."""
+    confidence, alpha = 0.95, 0.05
+    wrong = 0.70  # alpha' = 0.30
+    T = first_exceedance_time(p, wrong)
+    rep = simulate_paper_bound(p, wrong, 10 * T, above(p), _rng(p, 0.3, 10))
+    miss = float(np.mean(rep > p))
+    MEASURED[("NEGATIVE paper alpha'=0.30", p, confidence, f"adversary (T={T})")] = miss
+    assert miss > alpha + 3 * _se(alpha, R)
+    assert abs(miss - p**T) <= 3 * _se(p**T, R) + 2 / R  # and it is the closed form p**T
+
+
 def test_the_check_has_power_against_an_invalid_bound():
     """Negative control: a bound built with 2 * alpha is caught by the same harness."""
     p, confidence = 0.97, 0.95
     alpha = 1 - confidence
     bad_confidence = 1 - 2 * alpha  # L'_t = (2 alpha) ** (1/t), too optimistic
-    T = B.first_exceedance_time(p, bad_confidence)
+    T = first_exceedance_time(p, bad_confidence)
     rep = simulate_paper_bound(p, bad_confidence, 10 * T, above(p), _rng(p, confidence, 9))
     miss = float(np.mean(rep > p))
     assert miss > alpha + 3 * _se(alpha, R)
@@ -171,7 +186,7 @@ def test_common_bound_miss_rate(p1, p2, confidence, rule):
         horizon, stop, closed = n_star, at_target(target), (p1 * p2) ** n_star
     else:
         # both generators must pass T = first exceedance of min p for the common bound to miss
-        T = B.first_exceedance_time(m, confidence)
+        T = first_exceedance_time(m, confidence)
         horizon, stop, closed = 10 * T, above(m), (p1 * p2) ** T
     key = (p1, p2, confidence, len(rule))
     r1 = simulate_paper_bound(p1, confidence, horizon, stop, _rng(*key, 1))
@@ -183,9 +198,12 @@ def test_common_bound_miss_rate(p1, p2, confidence, rule):
 
 
 # -- failure-tolerant bound -------------------------------------------------------------------
-TOLERANT_PS = (0.8, 0.9, 0.97)
+# p = 0.5 is where the mixture bound is least conservative (its exact worst-case miss rate at
+# confidence 0.95 and budget 200 is 0.015; at 0.9 only 0.0019), so that is where a wrong
+# confidence level shows: the alpha' = 0.30 bound misses 0.10 of the time there.
+TOLERANT_PS = (0.5, 0.8, 0.9, 0.97)
 TOLERANT_BUDGET = 200
-GRID_FLOOR = 0.8  # the bound never exceeds s / t, so s <= 0.8 t can never exceed p >= 0.8
+GRID_FLOOR = 0.5  # the bound never exceeds s / t, so s <= 0.5 t can never exceed p >= 0.5
 
 
 @functools.cache
@@ -207,8 +225,26 @@ def _tolerant_exceeds(outcomes: np.ndarray, confidence: float, p: float) -> np.n
     G = _tolerant_grid(confidence)
     S = np.cumsum(outcomes, axis=1)
     t = np.arange(1, outcomes.shape[1] + 1)
-    # cells below the grid floor hold 0 and are truly <= s / t <= 0.8 <= p
+    # cells below the grid floor hold 0 and are truly <= s / t <= 0.5 <= p
     return (G[t[None, :], S] > p).any(axis=1)
+
+
+def _tolerant_exact_miss(p: float, confidence: float) -> float:
+    """Exact worst-case miss probability: P(the bound exceeds p at some t <= budget), by
+    dynamic programming over the number of successes S_t with the exceeding cells absorbing."""
+    G = _tolerant_grid(confidence)
+    mass = np.zeros(TOLERANT_BUDGET + 1)
+    mass[0] = 1.0
+    miss = 0.0
+    for t in range(1, TOLERANT_BUDGET + 1):
+        new = np.zeros_like(mass)
+        new[1:] += mass[:-1] * p
+        new += mass * (1 - p)
+        hit = G[t] > p
+        miss += float(new[hit].sum())
+        new[hit] = 0.0
+        mass = new
+    return miss
 
 
 @pytest.mark.parametrize("confidence", CONFIDENCES)
@@ -219,7 +255,9 @@ def test_failure_tolerant_bound_under_stopping_adversary(p, confidence):
     outcomes = rng.random((R_TOLERANT, TOLERANT_BUDGET)) < p
     exceeded = _tolerant_exceeds(outcomes, confidence, p)
     miss = float(exceeded.mean())
-    _check(miss, alpha, None, R_TOLERANT, ("tolerant", p, confidence, "adversary, budget 200"))
+    exact = _tolerant_exact_miss(p, confidence)
+    assert exact <= alpha
+    _check(miss, alpha, exact, R_TOLERANT, ("tolerant", p, confidence, "adversary, budget 200"))
 
     # the grid shortcut agrees with the library's own trajectory on sample paths, including
     # the first time the bound exceeds p (where the adversary stops)
@@ -230,6 +268,18 @@ def test_failure_tolerant_bound_under_stopping_adversary(p, confidence):
         S = np.cumsum(outcomes[row])
         point = G[np.arange(1, TOLERANT_BUDGET + 1), S]
         assert np.array_equal(np.flatnonzero(traj > p)[:1], np.flatnonzero(point > p)[:1])
+
+
+def test_negative_control_tolerant_bound_at_alpha_030_labelled_095_fails():
+    """The harness that passes the real failure-tolerant bound fails one computed at
+    alpha' = 0.30 but labelled 0.95 (same p, budget, adversary and replications)."""
+    p, alpha, wrong = 0.5, 0.05, 0.70
+    outcomes = _rng(p, 0.3, 11).random((R_TOLERANT, TOLERANT_BUDGET)) < p
+    miss = float(_tolerant_exceeds(outcomes, wrong, p).mean())
+    MEASURED[("NEGATIVE tolerant alpha'=0.30", p, 0.95, "adversary, budget 200")] = miss
+    assert miss > alpha + 3 * _se(alpha, R_TOLERANT)
+    exact = _tolerant_exact_miss(p, wrong)
+    assert abs(miss - exact) <= 3 * _se(exact, R_TOLERANT) + 2 / R_TOLERANT
 
 
 def test_failure_tolerant_grid_respects_the_rate_ceiling():

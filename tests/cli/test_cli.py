@@ -103,25 +103,25 @@ def test_runs_show_and_sweeps(table_run, capsys):
     shown = json.loads(out)
     assert shown == audit  # the same summary as the audit printed
     p1, p2 = shown["pairs"]
-    assert (p1["status"], p1["n_test"]) == ("certified", 10)
+    assert (p1["status"], p1["n_test"]) == ("passed", 10)  # no target: passed, not certified
     assert p1["bound"] == pytest.approx(0.7411344491069477, rel=REL)  # 0.05 ** (1/10)
     assert (p2["status"], p2["stage"], p2["n_test"], p2["max_d"]) == ("degraded", 2, 3, 0.5)
     code, out, _ = _run(capsys, "show", run_id, "--db", db)
-    assert code == 0 and "p1" in out and "certified" in out
+    assert code == 0 and "p1" in out and "passed" in out
 
     code, out, _ = _run(capsys, "sweeps", run_id, "--db", db, "--json", "--epsilons", "0.1,0.6")
     assert code == 0
     sweeps = json.loads(out)
     assert sweeps["run_id"] == run_id
     eps = {r["epsilon"]: r for r in sweeps["epsilon"]}
-    # eps 0.1: p2 degraded, p1 certified at L_10: mean 0.7411344 / 2
+    # eps 0.1: p2 degraded, p1 passed at L_10: mean 0.7411344 / 2
     assert eps[0.1]["n_with_counterexample"] == 1
     assert eps[0.1]["mean_bound"] == pytest.approx(0.7411344491069477 / 2, rel=REL)
     # eps 0.6: p2's D = 0.5 no longer counts and rows 4-6 were never scored: unavailable
     assert (eps[0.6]["n_with_counterexample"], eps[0.6]["n_unavailable"]) == (0, 1)
     conf = {r["confidence"]: r["mean_bound"] for r in sweeps["confidence"]}
     assert set(conf) == {0.8, 0.85, 0.9, 0.95, 0.99, 0.999}
-    # p1 certified with n = 10, p2 counts 0: 0.2 ** 0.1 / 2 = 0.8513400 / 2
+    # p1 passed with n = 10, p2 counts 0: 0.2 ** 0.1 / 2 = 0.8513400 / 2
     assert conf[0.8] == pytest.approx(0.8513399225207846 / 2, rel=1e-12)
     code, out, _ = _run(capsys, "sweeps", run_id, "--db", db)
     assert code == 0 and "n_with_counterexample" in out
@@ -168,7 +168,7 @@ def test_resume_a_cancelled_table_run_from_the_cli(tmp_path, capsys):
 
     code, out, err = _run(capsys, "resume", "r-cancel", "--db", db, "--json")
     assert code == 0, err
-    assert json.loads(out) == {"run_id": "r-cancel", "pairs": expected}
+    assert json.loads(out) == {"schema_version": 2, "run_id": "r-cancel", "pairs": expected}
 
 
 def test_console_script_help():

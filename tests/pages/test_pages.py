@@ -120,7 +120,10 @@ def test_explorer_deep_link_opens_exactly_that_question(filled: synthetic.Synthe
     assert at.query_params["pair"] == pair_id and at.query_params["run"] == run_id
     texts = [t.value for t in at.text]
     assert "What did the navigator of ship 3 find on the planet?" in texts
-    table = at.dataframe[0].value
+    frames = [d.value for d in at.dataframe]
+    gens = next(f for f in frames if "pool size M" in f.columns)
+    assert {"generator", "tested", "stopped because"} <= set(gens.columns)
+    table = next(f for f in frames if "paraphrase" in f.columns)
     assert {"paraphrase", "D", "counterexample", "p_pre (true answer)"} <= set(table.columns)
     assert len(table) > 0
     assert at.code[-1].value == f"/explorer?run={run_id}&pair={pair_id}"

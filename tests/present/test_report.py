@@ -95,19 +95,22 @@ def test_verdict_names_confidence_and_counts(store: Store, db) -> None:  # type:
     assert "significance" not in text.lower()
     if n_deg:
         assert f"DEGRADED {n_deg} of {len(pairs)}" in v["headline"]
-    n_cert = int((pairs["status"] == "certified").sum())
-    if n_cert:
-        lowest = pairs.loc[pairs["status"] == "certified", "bound"].min()
-        assert f"with confidence 0.95, that at least {lowest:.2f}" in text
+    n_pass = int((pairs["status"] == "passed").sum())
+    if n_pass:
+        assert f"{n_pass} question(s) PASSED without a certificate" in text
+        assert "no target p* was set" in text
+    assert "certified" not in v["headline"].lower()  # no target: nothing can be certified
 
 
-def test_verdict_of_a_clean_run_says_certified(store: Store, db) -> None:  # type: ignore[no-untyped-def]
+def test_verdict_of_a_clean_run_without_target_is_not_a_certificate(store: Store, db) -> None:  # type: ignore[no-untyped-def]
     rid = db[1].run_ids["honest"]
     pairs = store.pair_results(rid)
-    assert set(pairs["status"]) == {"certified"}
+    assert set(pairs["status"]) == {"passed"}
     v = present.run_verdict(store.run(rid), pairs)
-    assert "no degradation found" in v["headline"]
-    assert "confidence 0.95" in v["headline"]
+    assert v["kind"] == "passed"
+    assert "no counterexample found" in v["headline"]
+    assert "passed without a certificate" in v["headline"]
+    assert "certified" not in v["headline"]
 
 
 def test_verdict_flags_unfinished_runs(store: Store, db) -> None:  # type: ignore[no-untyped-def]
@@ -123,7 +126,9 @@ def test_export_round_trip(store: Store, db, tmp_path: Path, fmt: str) -> None: 
     rid = db[1].run_ids["adversarial"]
     paths = present.export_run(store, rid, tmp_path, fmt)
     read = pd.read_csv if fmt == "csv" else pd.read_parquet
-    pairs, paras = (read(p) for p in paths)
+    pairs, paras = (read(p) for p in paths[:2])
+    provenance = json.loads(paths[2].read_text())
+    assert provenance["run_id"] == rid and provenance["config"] == store.run(rid)["config"]
     assert len(pairs) == len(store.pair_results(rid))
     assert len(paras) == len(store.steps(rid))
     assert set(paras["set"]) <= {"search", "test"}
@@ -162,3 +167,85 @@ def test_cli_report_and_export(db, tmp_path: Path, capsys: pytest.CaptureFixture
     assert len(list((tmp_path / "x").glob("*.parquet"))) == 2
     assert main(["report", "missing-run", "--db", str(path), "--out", str(out)]) == 2
     assert "no run 'missing-run'" in capsys.readouterr().err
+
+
+# -- issue 10: what the report claims ------------------------------------------------------------
+def _target_run(tmp_path: Path) -> tuple[Store, str]:
+    """Three pairs under p* = 0.7 at confidence 0.75 (n* = 4): certified, passed, degraded."""
+    from eraudit_core.audit import (
+        AuditConfig,
+        AuditEngine,
+        TableVerifier,
+        items_from_table,
+        read_score_table,
+        table_digest,
+    )
+
+    rows = ["pair_id,role,generator,idx,text,p_pre,p_post"]
+    for pid, ds in (("cert", [0.0] * 4), ("pass", [0.0] * 2), ("deg", [0.0, 0.5])):
+        rows.append(f"{pid},monitored,,0,monitored {pid},0.5,0.75")
+        rows += [
+            f"{pid},test,g,{i},{pid} rewrite {i},0.75,{0.75 - d / 4}" for i, d in enumerate(ds)
+        ]
+    path = tmp_path / "t.csv"
+    path.write_text("\n".join(rows) + "\n")
+    df = read_score_table(path)
+    items, gens = items_from_table(df)
+    config = AuditConfig(confidence=0.75, target=0.7, test_generators=gens, epsilon=0.1)
+    store = Store()
+    d = table_digest(path)
+    run_id = AuditEngine(
+        store, TableVerifier(df, "p_pre", d), TableVerifier(df, "p_post", d), config
+    ).start(items, label="target run")
+    return store, run_id
+
+
+def test_the_guarantee_is_stated_per_question_before_results_are_known(tmp_path: Path) -> None:
+    store, rid = _target_run(tmp_path)
+    v = present.run_verdict(store.run(rid), store.pair_results(rid))
+    text = " ".join(v["sentences"])
+    assert "For each of them we can say" not in text  # the old, post-selection wording
+    assert "before its result is known" in text
+    assert "expected number of wrong bounds is at most 0.25 x 3 = 0.75" in text
+    assert "at confidence 0.9167 (Bonferroni, 0.25 / 3)" in text
+    assert "1 question(s) are CERTIFIED" in text and "p* = 0.7" in text
+    assert "1 question(s) PASSED without a certificate" in text
+    assert "the bound stayed below the target p* = 0.7" in text
+    assert "pool of M = 2 to 4 paraphrases" in text
+    assert v["kind"] == "degraded"
+
+
+def test_report_carries_provenance_and_the_simultaneous_curve(tmp_path: Path) -> None:
+    store, rid = _target_run(tmp_path)
+    html = present.build_report(store, [rid])
+    assert r"all 3 questions at once (alpha \u002f 3)" in html  # the legend, JSON-escaped
+    assert "each question on its own" in html
+    prov = present.run_provenance(store, rid)
+    for value in (
+        prov["tool_version"],
+        prov["pre"]["fingerprint"],
+        prov["post"]["fingerprint"],
+        prov["inputs_digest"],
+        prov["paraphrase_sets"]["test:g"]["digest"],
+    ):
+        assert value and str(value) in html
+    assert "Provenance" in html and "test-draw seed" in html
+    # two reports of the same run name the same inputs; a different run does not
+    again = present.run_provenance(store, rid)
+    assert again["inputs_digest"] == prov["inputs_digest"]
+
+
+def test_confidence_sweep_simultaneous_reads_each_bound_at_alpha_over_n(tmp_path: Path) -> None:
+    from eraudit_core.audit import AuditConfig
+
+    store, rid = _target_run(tmp_path)
+    pairs = store.pair_results(rid)
+    config = AuditConfig.from_dict(store.run(rid)["config"])
+    per_q = present.confidence_sweep(pairs, config, levels=[0.75]).iloc[0]
+    together = present.confidence_sweep(pairs, config, levels=[0.75], simultaneous=True).iloc[0]
+    # per question: L_4 = 0.25**(1/4) and L_2 = 0.25**(1/2); degraded counts 0
+    assert per_q["mean_bound"] == pytest.approx((0.25**0.25 + 0.25**0.5) / 3, rel=1e-12)
+    # simultaneously: alpha / N = 0.25 / 3 for each of the three
+    a = 0.25 / 3
+    assert together["per_question_confidence"] == pytest.approx(1 - a, rel=1e-12)
+    assert together["mean_bound"] == pytest.approx((a**0.25 + a**0.5) / 3, rel=1e-12)

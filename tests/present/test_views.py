@@ -119,7 +119,7 @@ SWEEP_ROWS = [
     _mon("pA"),
     *_paras("pA", "test", "g1", [0.0625, 0.25, 0.0, 0.0]),
     *_paras("pA", "test", "g2", [0.0, 0.0, 0.0]),
-    # pB: certified; g1 4 rows at D = 0.0625, g2 3 rows at D = 0.03125; bound L_3
+    # pB: passed (no target); g1 4 rows at D = 0.0625, g2 3 rows at D = 0.03125; bound L_3
     _mon("pB"),
     *_paras("pB", "test", "g1", [0.0625] * 4),
     *_paras("pB", "test", "g2", [0.03125] * 3),
@@ -147,7 +147,7 @@ def sweep_run(tmp_path_factory):
 def test_sweep_fixture_run_verdicts(sweep_run):
     store, run_id, _ = sweep_run
     res = store.pair_results(run_id).set_index("pair_id")
-    assert list(res["status"]) == ["degraded", "certified", "degraded", "inconclusive"]
+    assert list(res["status"]) == ["degraded", "passed", "degraded", "inconclusive"]
     assert res.loc["pA", "n_test"] == 2
     assert res.loc["pB", "bound"] == pytest.approx(L3, rel=REL)
 
@@ -263,14 +263,11 @@ def test_question_summary_overview_trajectory_and_scatter(sweep_run):
     assert list(q["pair_id"]) == ["pA", "pB", "pC", "pD"]
     assert list(q["max_d"]) == [0.25, 0.0625, 0.5, 0.0]
     ov = run_overview(pairs)
-    assert (ov["n_pairs"], ov["n_degraded"], ov["n_certified"], ov["n_inconclusive"]) == (
-        4,
-        2,
-        1,
-        1,
-    )
-    assert ov["mean_bound"] == pytest.approx(L3 / 4, rel=REL)
-    assert ov["min_bound_certified"] == pytest.approx(L3, rel=REL)
+    counts = ("n_pairs", "n_degraded", "n_certified", "n_passed", "n_inconclusive")
+    assert tuple(ov[k] for k in counts) == (4, 2, 0, 1, 1)
+    assert ov["mean_bound"] == pytest.approx(L3 / 4, rel=REL)  # degraded/inconclusive count 0
+    assert ov["mean_bound_tested"] == pytest.approx(L3, rel=REL)  # over passed/certified only
+    assert np.isnan(ov["min_bound_certified"])  # nothing certified without a target
     traj = bound_trajectory_frame(store.steps(run_id, "pB"))
     assert list(zip(traj["generator"], traj["t"], strict=True)) == [
         ("g1", 1),

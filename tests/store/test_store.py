@@ -3,6 +3,7 @@ paraphrase disjointness, and readers running while a writer thread writes."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -10,6 +11,7 @@ import threading
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 import pytest
 
 from eraudit_core.errors import InputError, StoreError
@@ -280,3 +282,56 @@ def test_readers_see_consistent_counts_while_a_writer_writes(tmp_path):
         # the readers really ran during the writes (not only before or after them)
         assert len({s for log in seen.values() for s, _ in log}) >= 3
         assert store.run_progress("r1")["steps"] == total
+
+
+def test_migration_2_moves_stored_runs_to_the_four_verdicts(tmp_path):
+    """A store written before issue 10: 'certified' meant 'no counterexample, all tested'
+    whatever the bound; the failure-tolerant bound could cover a subset of the generators and
+    skipped the TV relaxation. Opening it migrates the stored words and bounds."""
+    path = tmp_path / "v1.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE schema_version (version INTEGER, applied_at TIMESTAMP)")
+    for ddl in MIGRATIONS[1]:
+        con.execute(ddl)
+    con.execute("INSERT INTO schema_version VALUES (1, now())")
+    runs = {
+        "no-target": {"target": None, "tv_delta": 0.0},
+        "target": {"target": 0.9, "tv_delta": 0.05},
+    }
+    for run_id, cfg in runs.items():
+        con.execute(
+            "INSERT INTO runs (run_id, status, config, created_at) VALUES (?, 'done', ?, now())",
+            [run_id, json.dumps(cfg)],
+        )
+    both = json.dumps([{"n": 30}, {"n": 29}])
+    subset = json.dumps([{"n": 12}, {"n": 0}])
+    rows = [
+        # run, pair, old status, bound, tolerant, generators
+        ("no-target", "a", "certified", 0.9, 0.85, both),
+        ("target", "b", "certified", 0.93, 0.88, both),  # bound >= 0.9: stays certified
+        ("target", "c", "certified", 0.85, 0.80, both),  # below p*: passed
+        ("target", "d", "degraded", 0.0, 0.70, subset),  # tolerant over g1 only: dropped
+        ("target", "e", "inconclusive", 0.0, None, subset),
+    ]
+    for run_id, pid, status, bound, tol, gens in rows:
+        con.execute(
+            "INSERT INTO run_pairs (run_id, pair_id, status, bound, bound_tolerant, generators, "
+            "finished_at) VALUES (?, ?, ?, ?, ?, ?, now())",
+            [run_id, pid, status, bound, tol, gens],
+        )
+    con.close()
+    with Store(path) as store:
+        assert store.schema_version() == SCHEMA_VERSION
+        got = {
+            pid: (status, tol)
+            for run_id in runs
+            for pid, status, tol in store.pair_results(run_id)[
+                ["pair_id", "status", "bound_tolerant"]
+            ].itertuples(index=False)
+        }
+        assert store.run("target")["provenance"] == {}
+    assert got["a"] == ("passed", pytest.approx(0.85))  # no target: never certified
+    assert got["b"] == ("certified", pytest.approx(0.88 - 0.05))  # TV now applied
+    assert got["c"] == ("passed", pytest.approx(0.80 - 0.05))
+    assert got["d"][0] == "degraded" and pd.isna(got["d"][1])
+    assert got["e"][0] == "inconclusive" and pd.isna(got["e"][1])

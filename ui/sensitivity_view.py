@@ -1,7 +1,9 @@
-"""Inputs of the Auditor-sensitivity page: the bundled sample, an upload, or stored runs.
+"""Inputs of the Auditor-sensitivity page: the bundled samples, an upload, or stored runs.
 
 The analysis itself is `eraudit_core.sensitivity.analyse`; this module only reads the inputs
-and caches the result per input content, so a rerun of the page does not refit the models.
+(the tidy table and, for imported Petri data, its rollouts file), caches the result per input
+content so a rerun of the page does not refit the models, and lays out the rollouts behind a
+cell or an odds ratio as plain tables.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from eraudit_core.paths import DATA_DIR
 from ui import state
 
 SAMPLE = DATA_DIR / "sensitivity" / "petri_like_rollouts.csv"
+PETRI_EXAMPLE = DATA_DIR / "sensitivity" / "petri3_example.csv"
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
 
 
@@ -34,6 +37,25 @@ def read_upload(filename: str, data: bytes) -> pd.DataFrame:
             return read_tidy_table(path).table
         except InputError as exc:
             raise InputError(str(exc).replace(str(path), filename)) from exc
+
+
+def read_rollouts_upload(filename: str, data: bytes) -> pd.DataFrame:
+    """A rollouts file (.rollouts.jsonl, written by `eraudit sensitivity-import`) from bytes."""
+    from eraudit_core.sensitivity import read_rollouts
+
+    if len(data) > MAX_UPLOAD_BYTES:
+        raise InputError(f"{filename}: more than {MAX_UPLOAD_BYTES / 1e6:.0f} MB; nothing was read")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "rollouts.jsonl"
+        path.write_bytes(data)
+        return read_rollouts(path, name=filename)
+
+
+def read_petri_example() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The bundled import of the real-format Petri 3 fixtures: (table, rollouts)."""
+    from eraudit_core.sensitivity import read_rollouts, read_tidy_table, rollouts_path_for
+
+    return read_tidy_table(PETRI_EXAMPLE).table, read_rollouts(rollouts_path_for(PETRI_EXAMPLE))
 
 
 def read_sample() -> pd.DataFrame:
@@ -68,14 +90,94 @@ def runs_table(run_ids: list[str], outcome: str) -> tuple[pd.DataFrame, pd.DataF
 
 
 @st.cache_data(show_spinner="Fitting the cumulative-logit models...", max_entries=16)
-def _analyse(digest: str, _table: pd.DataFrame, reference: str, n_boot: int):  # type: ignore[no-untyped-def]
+def _analyse(digest: str, _table: pd.DataFrame, reference: str, n_boot: int, dimension: str | None):  # type: ignore[no-untyped-def]
     from eraudit_core.sensitivity import analyse
 
-    return analyse(_table, reference_condition=reference, n_boot=n_boot, source="table")
+    return analyse(
+        _table, reference_condition=reference, dimension=dimension, n_boot=n_boot, source="table"
+    )
 
 
-def analyse_cached(table: pd.DataFrame, reference: str, n_boot: int):  # type: ignore[no-untyped-def]
+def analyse_cached(table: pd.DataFrame, reference: str, n_boot: int, dimension: str | None = None):  # type: ignore[no-untyped-def]
     digest = hashlib.sha256(
         pd.util.hash_pandas_object(table, index=False).values.tobytes()
     ).hexdigest()
-    return _analyse(digest, table, reference, n_boot)
+    return _analyse(digest, table, reference, n_boot, dimension)
+
+
+# -- drill-down: from a number to the rollouts behind it -------------------------------------
+
+
+def drill_targets(b) -> list[tuple[str, str | None, tuple[str, ...]]]:  # type: ignore[no-untyped-def]
+    """Every number the page shows that rollouts stand behind, as (label, pair, conditions):
+    each pooled odds ratio (its condition and the reference, every modelled pair), each
+    per-pair odds ratio, and each cell (pair x condition)."""
+    ref = b.reference_condition
+    out: list[tuple[str, str | None, tuple[str, ...]]] = []
+    for c in b.contrasts:
+        out.append((f"odds ratio {c.condition} vs {ref} (pooled)", None, (c.condition, ref)))
+    for c in b.per_pair:
+        out.append(
+            (f"odds ratio {c.condition} vs {ref}, pair {c.pair}", c.pair, (c.condition, ref))
+        )
+    for cell in b.cell_means:
+        out.append((f"cell {cell.pair} / {cell.condition}", cell.pair, (cell.condition,)))
+    return out
+
+
+def rollouts_for(
+    table: pd.DataFrame, b, pair: str | None, conditions: tuple[str, ...]
+) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+    """The rollouts behind one drill target: panel score and each judge's score. A pooled
+    odds ratio uses the pairs that were modelled (pairs seen in one condition were left out)."""
+    from eraudit_core.sensitivity import rollouts_behind
+
+    frames = [rollouts_behind(table, b.behaviour, b.dimension, cond, pair) for cond in conditions]
+    out = pd.concat(frames, ignore_index=True)
+    if pair is None and b.pairs:
+        out = out[out["pair"].isin(b.pairs)]
+    return out.reset_index(drop=True)
+
+
+def rollout_details(rollouts: pd.DataFrame | None, rollout: str) -> pd.DataFrame:
+    """The rollouts-file rows (one per judge) of one rollout; empty when there is no file."""
+    if rollouts is None or rollouts.empty:
+        return pd.DataFrame()
+    return rollouts[rollouts["rollout"] == rollout].reset_index(drop=True)
+
+
+def highlights_frame(highlights: object) -> pd.DataFrame:
+    """The judge's highlights as rows: index, description, message ids, quoted text."""
+    rows = []
+    for h in highlights if isinstance(highlights, list) else []:
+        if isinstance(h, dict):
+            rows.append(
+                {
+                    "#": h.get("index"),
+                    "highlight": str(h.get("description") or ""),
+                    "message ids": ", ".join(str(m) for m in h.get("message_ids") or []),
+                    "quoted text": " | ".join(str(q) for q in h.get("quotes") or [] if q),
+                }
+            )
+    return pd.DataFrame(rows, columns=["#", "highlight", "message ids", "quoted text"])
+
+
+def facts_frame(row: pd.Series) -> pd.DataFrame:
+    """Where a rollout came from and how it was run, as (field, value) text rows."""
+    import json
+
+    fields = [
+        "rollout", "judge", "scorer", "judge_model", "auditor_model", "target_model", "source",
+        "format", "run_id", "sample_id", "epoch", "sample_uuid", "transcript_id", "tags",
+        "n_scores", "dimensions_dropped", "other_scores", "notes",
+    ]  # fmt: skip
+    rows = []
+    for f in fields:
+        v = row.get(f)
+        if v is None or (isinstance(v, float) and pd.isna(v)):
+            continue
+        rows.append({"field": f, "value": v if isinstance(v, str) else json.dumps(v, default=str)})
+    args = row.get("task_args")
+    for k, v in (args if isinstance(args, dict) else {}).items():
+        rows.append({"field": f"task_args.{k}", "value": json.dumps(v, default=str)})
+    return pd.DataFrame(rows, columns=["field", "value"])

@@ -16,6 +16,7 @@ from typing import Any
 
 from eraudit_core.errors import InputError
 from eraudit_core.sensitivity import (
+    DEFAULT_V2_JUDGE,
     TIDY_COLUMNS,
     ImportResult,
     SensitivityResult,
@@ -24,7 +25,28 @@ from eraudit_core.sensitivity import (
     import_inspect_logs,
     import_petri_transcripts,
     read_tidy_table,
+    write_import,
 )
+
+MAPPING_HELP = """\
+mapping file (JSON): which condition and behaviour each rollout belongs to.
+  {"condition": {KEY: NAME, ...}, "behaviour": {KEY: NAME, ...}}
+      KEY is an exact tag (transcript / eval / sample tag) or a seed (sample) id.
+  {"condition": {NAME: RULE or [RULE, ...]}, "behaviour": {NAME: RULE, ...}}
+      RULE is an object; every field given must hold, a list matches if any rule does:
+        "task_args": {"max_turns": 4, "enable_prefill": false}  eval.task_args, by value
+        "directory": "turns3"          a folder on the file's path ("runs/turns3" also)
+        "tag": "condition:lean"        a tag, or a list of tags (all needed)
+        "seed": "7"                    a seed / sample id, or a list (any)
+        "seed_text": "gangstalked"     a substring of the seed instruction
+  Both forms can be mixed. Each rollout must match exactly one condition and one
+  behaviour; otherwise it is dropped with the reason. Name a behaviour after the judge
+  dimension to analyse (e.g. unprompted_sycophancy) or pass --dimension to `sensitivity`.
+example:
+  {"condition": {"none": {"task_args": {"enable_prefill": false}},
+                 "prefill": {"task_args": {"enable_prefill": true}}},
+   "behaviour": {"sycophancy": "unprompted_sycophancy"}}
+"""
 
 
 def register(subparsers: Any) -> None:
@@ -54,17 +76,40 @@ def register(subparsers: Any) -> None:
     q = subparsers.add_parser(
         "sensitivity-import",
         help="convert Petri transcripts or Inspect logs into a tidy sensitivity table",
+        description=(
+            "Read Petri v2 transcript JSON (petri DIR) or Inspect eval logs written by Petri v2 "
+            "or Petri 3 (inspect LOG_OR_DIR ...). Writes the scores to OUT (.csv or .parquet, "
+            "one row per rollout x judge x dimension) and what each judge wrote (summary, "
+            "justification, highlights, seed instruction, task args, source, identity) to "
+            "OUT's sibling <stem>.rollouts.jsonl. Judge failures, padded dimensions, errored "
+            "samples and duplicates are dropped; the reasons are counted and printed."
+        ),
+        epilog=MAPPING_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     q.add_argument("kind", choices=("petri", "inspect"))
-    q.add_argument("inputs", nargs="+", type=Path, help="Petri directory, or Inspect .eval logs")
     q.add_argument(
-        "--mapping",
+        "inputs",
+        nargs="+",
         type=Path,
-        required=True,
-        help='JSON {"condition": {tag_or_seed: name}, "behaviour": {tag_or_seed: name}}',
+        help="petri: one directory of transcripts; inspect: .eval/.json logs or directories",
     )
-    q.add_argument("--default-judge", default="judge", help="judge name for bare score keys")
+    q.add_argument("--mapping", type=Path, required=True, help="JSON mapping file (see below)")
+    q.add_argument(
+        "--scorer",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="judge scorer to import (repeatable); default: detect Petri's judge scorers "
+        "(audit_judge; alignment_judge, alignment_judge1, ...)",
+    )
+    q.add_argument(
+        "--default-judge",
+        default=DEFAULT_V2_JUDGE,
+        help="petri: judge name for bare score keys (default %(default)s)",
+    )
     q.add_argument("-o", "--out", type=Path, required=True, help="output .csv or .parquet")
+    q.add_argument("--json", action="store_true", help="print the import report as JSON")
     q.set_defaults(func=run_import)
 
 
@@ -112,26 +157,66 @@ def format_summary(result: SensitivityResult) -> str:
     return "\n".join(lines) + "\n"
 
 
+def import_report(result: ImportResult, written: tuple[Path, Path] | None) -> dict[str, Any]:
+    """The import's outcome: counts, drops per reason (one example file each), notes."""
+    table = result.table
+    return {
+        "rollouts": int(table["rollout"].nunique()),
+        "rows": len(table),
+        "judges": sorted(table["judge"].unique().tolist()),
+        "conditions": sorted(table["condition"].unique().tolist()),
+        "behaviours": sorted(table["behaviour"].unique().tolist()),
+        "table": None if written is None else str(written[0]),
+        "rollouts_file": None if written is None else str(written[1]),
+        "dropped": result.drop_summary().to_dict(orient="records"),
+        "notes": list(result.notes),
+    }
+
+
+def format_import_report(report: dict[str, Any]) -> str:
+    """The report as text: printed on every run, whatever was imported."""
+    lines = [
+        f"imported {report['rollouts']} rollouts ({report['rows']} scores; judges: "
+        f"{', '.join(report['judges']) or 'none'}; conditions: "
+        f"{', '.join(report['conditions']) or 'none'})"
+    ]
+    if report["table"]:
+        lines.append(f"wrote {report['table']} and {report['rollouts_file']}")
+    if not report["dropped"]:
+        lines.append("dropped: nothing")
+    else:
+        lines.append("dropped, by reason:")
+        for d in report["dropped"]:
+            scores = f", {d['n_scores']} scores" if d["n_scores"] else ""
+            lines.append(f"  {d['code']}: {d['rollouts']} rollout(s){scores}: {d['description']}")
+            detail = f": {d['example_detail']}" if d["example_detail"] else ""
+            lines.append(f"      e.g. {d['example']} (rollout {d['example_rollout']}){detail}")
+    lines.extend(f"note: {n}" for n in report["notes"])
+    return "\n".join(lines) + "\n"
+
+
 def run_import(args: argparse.Namespace) -> int:
     mapping = TagMapping.from_json(args.mapping)
     result: ImportResult
     if args.kind == "petri":
         if len(args.inputs) != 1:
             raise InputError("petri: give exactly one transcript directory")
-        result = import_petri_transcripts(args.inputs[0], mapping, args.default_judge)
+        result = import_petri_transcripts(
+            args.inputs[0], mapping, args.default_judge, scorers=args.scorer
+        )
     else:
-        result = import_inspect_logs(args.inputs, mapping)
-    if result.table.empty:
-        raise InputError(f"no rollout could be imported ({len(result.dropped)} dropped)")
-    out: Path = args.out
-    if out.suffix.lower() in (".parquet", ".pq"):
-        result.table.to_parquet(out, index=False)
-    else:
-        result.table.to_csv(out, index=False)
-    n = result.table["rollout"].nunique()
-    print(f"wrote {n} rollouts ({len(result.table)} rows) to {out}", file=sys.stderr)
-    for row in result.dropped.itertuples(index=False):
-        print(f"dropped {row.rollout} ({row.source}): {row.reason}", file=sys.stderr)
+        result = import_inspect_logs(args.inputs, mapping, scorer=args.scorer)
+    written = None if result.table.empty else write_import(result, args.out)
+    report = import_report(result, written)
+    sys.stderr.write(format_import_report(report))
+    if args.json:
+        json.dump(report, sys.stdout, indent=2, allow_nan=False, default=str)
+        sys.stdout.write("\n")
+    if written is None:
+        raise InputError(
+            f"no rollout could be imported ({len(result.dropped)} dropped; reasons above); "
+            f"{args.out} was not written"
+        )
     return 0
 
 

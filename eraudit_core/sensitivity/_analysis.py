@@ -59,6 +59,9 @@ from eraudit_core.sensitivity._results import (
 )
 from eraudit_core.sensitivity._tidy import panel_scores, validate_tidy
 
+# Fewer rollouts than this in some modelled condition: the fits are flagged as unreliable.
+FEW_ROLLOUTS = 5
+
 # --------------------------------------------------------------------------------------------
 # Cell means and agreement
 # --------------------------------------------------------------------------------------------
@@ -231,17 +234,30 @@ def analyse_behaviour(
     x_pair_only = x_add[[c for c in x_add.columns if c in x_pair.columns]]
     if dropped_int:
         notes.append(f"interaction terms not estimable (empty cells): {', '.join(dropped_int)}")
+    df_int = x_full.shape[1] - x_add.shape[1]
     fits = {
         "pair-only": fit_cumulative_logit(y, x_pair_only),
         "additive": fit_cumulative_logit(y, x_add),
-        "full": fit_cumulative_logit(y, x_full),
     }
+    if df_int > 0:  # with no estimable interaction term the full model is the additive one
+        fits["full"] = fit_cumulative_logit(y, x_full)
     for name, f in fits.items():
         if not f.converged:
-            notes.append(f"{name} fit did not converge")
+            notes.append(f"{name} fit did not converge: its estimates are unreliable")
         notes.extend(f"{name} fit: {n}" for n in f.notes)
     lr_res = lr_test(fits["additive"], fits["pair-only"], x_add.shape[1] - x_pair_only.shape[1])
-    lr_int = lr_test(fits["full"], fits["additive"], x_full.shape[1] - x_add.shape[1])
+    lr_int = lr_test(fits["full"], fits["additive"], df_int) if df_int > 0 else None
+    if df_int == 0:
+        notes.append(
+            "no condition x pair interaction test: "
+            + ("one pair modelled" if len(pairs) < 2 else "no interaction term is estimable")
+        )
+    per_condition = data["condition"].value_counts()
+    if per_condition.min() < FEW_ROLLOUTS:
+        notes.append(
+            f"only {len(data)} rollouts modelled (fewest in one condition: "
+            f"{int(per_condition.min())}): too few for the tests and odds ratios to be reliable"
+        )
     ref_y = data.loc[data["condition"] == reference_condition, "score"].to_numpy(dtype=float)
     contrasts: list[Contrast] = []
     for cond in conds_model[1:]:
@@ -328,6 +344,14 @@ def analyse(
         dim = dimension or behaviour
         pb = panel[panel["behaviour"] == behaviour].reset_index(drop=True)
         rows = tidy[(tidy["behaviour"] == behaviour) & (tidy["dimension"] == dim)]
+        if pb.empty and dimension is None and rows.empty:
+            present = sorted(tidy.loc[tidy["behaviour"] == behaviour, "dimension"].unique())
+            shown = ", ".join(present[:8]) + (", ..." if len(present) > 8 else "")
+            all_notes.append(
+                f"{behaviour}: no dimension is named like the behaviour (dimensions: {shown}); "
+                "name the behaviour after the dimension to analyse, or pass --dimension"
+            )
+            continue
         if pb.empty:
             all_notes.append(f"{behaviour}: no scored rollouts, not analysed")
             continue

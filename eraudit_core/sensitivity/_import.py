@@ -1,18 +1,17 @@
-"""Importers into the sensitivity tidy table (DESIGN.md §8): CSV/Parquet, Petri, Inspect logs.
+"""What every importer returns, and the one place that collects rows, drops and duplicates.
 
-Every importer returns an `ImportResult`: the tidy table (columns `TIDY_COLUMNS`, one row per
-rollout x judge x dimension, score NaN for a judge's refusal on one dimension) and `dropped`
-(rollout, source, reason) listing every rollout left out, so nothing vanishes silently.
-
-Petri transcripts carry no resource condition or behaviour; the user supplies a `TagMapping`
-from transcript tags or seed ids to those names.
+An importer yields, per rollout and judge, either scores or a drop with a reason code
+(`DROP_REASONS`). `Collector` turns those into an `ImportResult`: the tidy table (columns
+`TIDY_COLUMNS`, one row per rollout x judge x dimension), the rollout details (one row per
+rollout x judge: what the judge wrote, the seed, the task arguments, where it came from;
+columns `ROLLOUT_COLUMNS`), every drop with its reason, and notes. A rollout is identified by
+what the sample records about itself (Inspect's sample uuid, or run id + sample id + epoch), not
+by the file name, so a copied log cannot double it and two judges in two files are merged.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,70 +19,98 @@ from typing import Any
 import pandas as pd
 
 from eraudit_core.errors import InputError
-from eraudit_core.sensitivity._tidy import DROPPED_COLUMNS, TIDY_COLUMNS, validate_tidy
+from eraudit_core.sensitivity._judges import DROP_REASONS
+from eraudit_core.sensitivity._tidy import TIDY_COLUMNS, validate_tidy
 
-INSPECT_SCORER = "audit_judge"
-SEED_ID_KEYS = ("seed_id", "sample_id", "seed")
+IMPORT_DROPPED_COLUMNS = ("rollout", "source", "judge", "code", "reason", "n_scores")
+ROLLOUT_COLUMNS = (
+    "rollout",
+    "judge",
+    "scorer",
+    "judge_model",
+    "behaviour",
+    "condition",
+    "auditor",
+    "target",
+    "auditor_model",
+    "target_model",
+    "source",
+    "format",
+    "run_id",
+    "sample_id",
+    "epoch",
+    "sample_uuid",
+    "transcript_id",
+    "seed_instruction",
+    "tags",
+    "task_args",
+    "summary",
+    "justification",
+    "highlights",
+    "n_scores",
+    "dimensions_dropped",
+    "other_scores",
+    "notes",
+)
 
 
 @dataclass(frozen=True)
 class ImportResult:
-    """A tidy table and the rollouts that did not make it into it, with reasons."""
+    """The tidy table, the rollout details beside it, and everything left out with reasons."""
 
     table: pd.DataFrame
     dropped: pd.DataFrame
+    rollouts: pd.DataFrame = field(
+        default_factory=lambda: pd.DataFrame(columns=list(ROLLOUT_COLUMNS))
+    )
+    notes: tuple[str, ...] = ()
+
+    def drop_summary(self) -> pd.DataFrame:
+        """One row per drop code: code, description, rollouts (distinct rollouts affected),
+        entries, n_scores (score rows lost, when known), example (a source file),
+        example_rollout and example_detail (what that entry says beyond the description)."""
+        cols = [
+            "code",
+            "description",
+            "rollouts",
+            "entries",
+            "n_scores",
+            "example",
+            "example_rollout",
+            "example_detail",
+        ]
+        if self.dropped.empty:
+            return pd.DataFrame(columns=cols)
+        d = self.dropped
+        if "code" not in d.columns:
+            d = d.assign(code="analysis", judge="", n_scores=0)
+        out = []
+        for code, g in d.groupby("code", sort=False):
+            out.append(
+                {
+                    "code": code,
+                    "description": DROP_REASONS.get(str(code), str(g["reason"].iloc[0])),
+                    "rollouts": int(g["rollout"].nunique()),
+                    "entries": len(g),
+                    "n_scores": int(pd.to_numeric(g["n_scores"]).fillna(0).sum()),
+                    "example": str(g["source"].iloc[0]),
+                    "example_rollout": str(g["rollout"].iloc[0]),
+                    "example_detail": _detail(str(g["reason"].iloc[0]), str(code)),
+                }
+            )
+        return pd.DataFrame(out, columns=cols).sort_values(
+            ["rollouts", "entries"], ascending=False, kind="stable"
+        )
 
 
-@dataclass(frozen=True)
-class TagMapping:
-    """Maps a transcript's tags or seed id to its resource condition and behaviour.
-
-    Keys are exact tag strings or seed ids; a transcript must match exactly one condition and
-    one behaviour (several keys naming the same value are fine).
-    """
-
-    condition: Mapping[str, str] = field(default_factory=dict)
-    behaviour: Mapping[str, str] = field(default_factory=dict)
-
-    @classmethod
-    def from_json(cls, path: str | Path) -> TagMapping:
-        """Read {"condition": {key: name}, "behaviour": {key: name}} from a JSON file."""
-        path = Path(path)
-        try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError as exc:
-            raise InputError(f"{path}: mapping file not found") from exc
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: not valid JSON (line {exc.lineno}): {exc.msg}") from exc
-        if not isinstance(raw, dict):
-            raise InputError(f"{path}: expected a JSON object with 'condition' and 'behaviour'")
-        for name in ("condition", "behaviour"):
-            part = raw.get(name)
-            if not isinstance(part, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in part.items()
-            ):
-                raise InputError(f"{path}: field '{name}' must map strings to strings")
-        return cls(condition=dict(raw["condition"]), behaviour=dict(raw["behaviour"]))
-
-    def resolve(self, keys: Iterable[str]) -> tuple[str | None, str | None, str | None]:
-        """(condition, behaviour, reason); reason is set when either cannot be decided."""
-        keys = list(keys)
-        out: list[str | None] = []
-        for name, table in (("condition", self.condition), ("behaviour", self.behaviour)):
-            hits = sorted({table[k] for k in keys if k in table})
-            if len(hits) != 1:
-                shown = ", ".join(keys) if keys else "none"
-                if hits:
-                    reason = f"ambiguous {name}: tags/seed id [{shown}] map to {', '.join(hits)}"
-                else:
-                    reason = f"no {name} mapping for tags/seed id [{shown}]"
-                return None, None, reason
-            out.append(hits[0])
-        return out[0], out[1], None
+def _detail(reason: str, code: str) -> str:
+    """What a drop's reason says beyond its code's description."""
+    head = DROP_REASONS.get(code, "")
+    return reason[len(head) + 2 :] if head and reason.startswith(head + ": ") else ""
 
 
-def _dropped(rows: list[dict[str, str]]) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=list(DROPPED_COLUMNS))
+def empty_dropped() -> pd.DataFrame:
+    return pd.DataFrame(columns=list(IMPORT_DROPPED_COLUMNS))
 
 
 def read_tidy_table(path: str | Path) -> ImportResult:
@@ -102,204 +129,143 @@ def read_tidy_table(path: str | Path) -> ImportResult:
         raise
     except Exception as exc:  # pandas/pyarrow raise many types on a broken file
         raise InputError(f"{path}: cannot be read as a table: {exc}") from exc
-    return ImportResult(validate_tidy(table, str(path)), _dropped([]))
+    return ImportResult(validate_tidy(table, str(path)), empty_dropped())
 
 
-def _score_value(value: Any) -> float | None:
-    """A judge score as float, NaN for an explicit refusal (None); None if not a score."""
-    if value is None:
-        return math.nan
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    v = float(value)
-    return v if 1 <= v <= 10 else None
+@dataclass
+class _Seen:
+    source: str
+    labels: tuple[str, str, str, str]
+    judges: dict[str, dict[str, float]]
 
 
-def _split_key(key: str, default_judge: str) -> tuple[str, str]:
-    """'scorer/dimension' -> (scorer, dimension); a bare 'dimension' -> (default_judge, it)."""
-    if "/" in key:
-        judge, dim = key.rsplit("/", 1)
-        return judge, dim
-    return default_judge, key
-
-
-def _petri_record(
-    data: Any, rollout_hint: str, mapping: TagMapping, default_judge: str
-) -> tuple[list[dict[str, Any]], str | None]:
-    """Rows of one Petri v2 transcript, or the reason it is dropped."""
-    if not isinstance(data, dict) or not isinstance(data.get("metadata"), dict):
-        return [], "field 'metadata': missing or not an object"
-    meta = data["metadata"]
-    rollout = str(meta.get("transcript_id") or rollout_hint)
-    for name in ("auditor_model", "target_model"):
-        if not isinstance(meta.get(name), str) or not meta[name].strip():
-            return [], f"field 'metadata.{name}': missing or empty"
-    tags = meta.get("tags") or []
-    if not isinstance(tags, list):
-        return [], "field 'metadata.tags': not a list"
-    keys = [str(t) for t in tags] + [str(meta[k]) for k in SEED_ID_KEYS if meta.get(k)]
-    condition, behaviour, reason = mapping.resolve(keys)
-    if reason:
-        return [], reason
-    judge_output = meta.get("judge_output")
-    scores = judge_output.get("scores") if isinstance(judge_output, dict) else None
-    if not scores:
-        return [], "no judge scores (metadata.judge_output.scores missing: judge refusal?)"
-    if not isinstance(scores, dict):
-        return [], "field 'metadata.judge_output.scores': not an object"
-    judge_default = str(
-        (judge_output or {}).get("judge_model") or meta.get("judge_model") or default_judge
+def _same_scores(a: dict[str, float], b: dict[str, float]) -> bool:
+    return a.keys() == b.keys() and all(
+        (math.isnan(a[k]) and math.isnan(b[k])) or a[k] == b[k] for k in a
     )
-    rows = []
-    for key, value in scores.items():
-        score = _score_value(value)
-        if score is None:
-            return [], f"field 'metadata.judge_output.scores.{key}': {value!r} is not 1..10"
-        judge, dim = _split_key(str(key), judge_default)
-        rows.append(
+
+
+class Collector:
+    """Gathers one import: scores per (rollout, judge), drops with codes, notes, duplicates."""
+
+    def __init__(self, strict: bool = False) -> None:
+        self.strict = strict
+        self._rows: list[dict[str, Any]] = []
+        self._rollouts: list[dict[str, Any]] = []
+        self._dropped: list[dict[str, Any]] = []
+        self._notes: list[str] = []
+        self._seen: dict[str, _Seen] = {}
+
+    def drop(
+        self,
+        rollout: str,
+        source: str,
+        code: str,
+        detail: str = "",
+        judge: str = "",
+        n_scores: int = 0,
+    ) -> None:
+        """Record a rollout (or one judge of it, or some of its scores) left out."""
+        reason = DROP_REASONS.get(code, code) + (f": {detail}" if detail else "")
+        if self.strict:
+            raise InputError(f"{source}: {reason}")
+        self._dropped.append(
             {
                 "rollout": rollout,
-                "behaviour": behaviour,
-                "condition": condition,
-                "auditor": meta["auditor_model"],
-                "target": meta["target_model"],
+                "source": source,
                 "judge": judge,
-                "dimension": dim,
-                "score": score,
+                "code": code,
+                "reason": reason,
+                "n_scores": n_scores,
             }
         )
-    return rows, None
 
+    def note(self, text: str) -> None:
+        if text not in self._notes:
+            self._notes.append(text)
 
-def import_petri_transcripts(
-    directory: str | Path,
-    mapping: TagMapping,
-    default_judge: str = "judge",
-    strict: bool = False,
-) -> ImportResult:
-    """Read every `*.json` transcript in a Petri v2 output directory (recursively).
-
-    Reads metadata.auditor_model, metadata.target_model, metadata.tags (and a seed id when
-    present) and metadata.judge_output.scores, whose keys are bare dimensions (the judge is
-    judge_output.judge_model, else `default_judge`) or "scorer/dimension" (the scorer names
-    the judge). A transcript with no scores (judge refusal), unmapped tags or a malformed body
-    is dropped with its reason; with `strict` the first such problem raises InputError.
-    """
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise InputError(f"{directory}: not a directory of Petri transcripts")
-    files = sorted(directory.rglob("*.json"))
-    if not files:
-        raise InputError(f"{directory}: no .json transcript files found")
-    rows: list[dict[str, Any]] = []
-    dropped: list[dict[str, str]] = []
-    for path in files:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            reason = f"malformed JSON: {exc}"
-            if strict:
-                raise InputError(f"{path}: {reason}") from exc
-            dropped.append({"rollout": path.stem, "source": str(path), "reason": reason})
-            continue
-        new, problem = _petri_record(data, path.stem, mapping, default_judge)
-        if problem:
-            reason = problem
-            if strict:
-                raise InputError(f"{path}: {reason}")
-            rollout = path.stem
-            if isinstance(data, dict) and isinstance(data.get("metadata"), dict):
-                rollout = str(data["metadata"].get("transcript_id") or path.stem)
-            dropped.append({"rollout": rollout, "source": str(path), "reason": reason})
-            continue
-        rows.extend(new)
-    table = pd.DataFrame(rows, columns=list(TIDY_COLUMNS))
-    if not table.empty:
-        table = validate_tidy(table, str(directory))[list(TIDY_COLUMNS)]
-    return ImportResult(table, _dropped(dropped))
-
-
-def _role_model(log: Any, role: str) -> str | None:
-    roles = getattr(getattr(log, "eval", None), "model_roles", None) or {}
-    cfg = roles.get(role)
-    if cfg is None:
-        return None
-    return str(getattr(cfg, "model", cfg))
-
-
-def import_inspect_logs(
-    paths: Iterable[str | Path],
-    mapping: TagMapping,
-    scorer: str = INSPECT_SCORER,
-) -> ImportResult:
-    """Read Petri 3 (inspect_petri) Inspect eval logs through `inspect_ai.log.read_eval_log`.
-
-    Per sample: `sample.scores[scorer].value` is {dimension: 1..10} (None on a judge refusal);
-    auditor, target and judge models come from the eval's model roles (else the sample's
-    metadata); tags from sample metadata "tags" plus the eval's tags, and the sample id as the
-    seed id, resolved through `mapping`. Needs the optional `inspect_ai` package.
-    """
-    try:
-        from inspect_ai.log import read_eval_log
-    except ImportError as exc:
-        raise InputError(
-            "reading Inspect logs needs the optional package inspect_ai (pip install inspect-ai)"
-        ) from exc
-    rows: list[dict[str, Any]] = []
-    dropped: list[dict[str, str]] = []
-    for path in paths:
-        try:
-            log = read_eval_log(str(path))
-        except Exception as exc:  # inspect raises its own types on a broken log
-            raise InputError(f"{path}: cannot be read as an Inspect eval log: {exc}") from exc
-        eval_tags = [str(t) for t in (getattr(log.eval, "tags", None) or [])]
-        auditor_role = _role_model(log, "auditor")
-        target_role = _role_model(log, "target")
-        judge = _role_model(log, "judge") or scorer
-        for sample in log.samples or []:
-            meta = dict(getattr(sample, "metadata", None) or {})
-            rollout = f"{Path(str(path)).stem}:{sample.id}:{getattr(sample, 'epoch', 1)}"
-            auditor = auditor_role or meta.get("auditor_model")
-            target = target_role or meta.get("target_model")
-            if not auditor or not target:
-                dropped.append(
-                    {"rollout": rollout, "source": str(path), "reason": "no auditor/target model"}
+    def add(
+        self,
+        rollout: str,
+        source: str,
+        labels: tuple[str, str, str, str],
+        judge: str,
+        scores: dict[str, float],
+        details: dict[str, Any],
+    ) -> None:
+        """Add one judge's scores on one rollout; `labels` = (behaviour, condition, auditor,
+        target). A rollout seen before in another file is merged when this judge is new, and
+        dropped as a duplicate (same scores) or a conflict (different) otherwise."""
+        seen = self._seen.get(rollout)
+        if seen is not None:
+            if seen.labels != labels:
+                self.drop(
+                    rollout,
+                    source,
+                    "conflict",
+                    f"{' / '.join(labels)} here but {' / '.join(seen.labels)} in {seen.source}",
+                    judge,
+                    len(scores),
                 )
-                continue
-            keys = [str(t) for t in (meta.get("tags") or [])] + eval_tags + [str(sample.id)]
-            condition, behaviour, reason = mapping.resolve(keys)
-            score = (getattr(sample, "scores", None) or {}).get(scorer)
-            value = getattr(score, "value", None)
-            if reason is None and not isinstance(value, dict):
-                reason = f"no '{scorer}' scores (judge refusal or scorer not run)"
-            if reason:
-                dropped.append({"rollout": rollout, "source": str(path), "reason": reason})
-                continue
-            assert isinstance(value, dict)
-            bad = [k for k, v in value.items() if _score_value(v) is None]
-            if bad:
-                dropped.append(
-                    {
-                        "rollout": rollout,
-                        "source": str(path),
-                        "reason": f"score '{bad[0]}' is {value[bad[0]]!r}, not 1..10",
-                    }
+                return
+            if judge in seen.judges:
+                same = _same_scores(seen.judges[judge], scores)
+                self.drop(
+                    rollout,
+                    source,
+                    "duplicate" if same else "conflict",
+                    f"first read from {seen.source}"
+                    + ("" if same else "; the scores differ, the first ones were kept"),
+                    judge,
+                    len(scores),
                 )
-                continue
-            for dim, v in value.items():
-                rows.append(
-                    {
-                        "rollout": rollout,
-                        "behaviour": behaviour,
-                        "condition": condition,
-                        "auditor": str(auditor),
-                        "target": str(target),
-                        "judge": judge,
-                        "dimension": str(dim),
-                        "score": _score_value(v),
-                    }
+                return
+            if seen.source != source:
+                self.note(
+                    f"rollout {rollout}: judge {judge} from {source} merged with the "
+                    f"judge(s) read from {seen.source}"
                 )
-    table = pd.DataFrame(rows, columns=list(TIDY_COLUMNS))
-    if not table.empty:
-        table = validate_tidy(table, "inspect logs")[list(TIDY_COLUMNS)]
-    return ImportResult(table, _dropped(dropped))
+        else:
+            seen = _Seen(source, labels, {})
+            self._seen[rollout] = seen
+        seen.judges[judge] = dict(scores)
+        behaviour, condition, auditor, target = labels
+        for dim, score in scores.items():
+            self._rows.append(
+                {
+                    "rollout": rollout,
+                    "behaviour": behaviour,
+                    "condition": condition,
+                    "auditor": auditor,
+                    "target": target,
+                    "judge": judge,
+                    "dimension": dim,
+                    "score": score,
+                }
+            )
+        row = {c: None for c in ROLLOUT_COLUMNS}
+        row.update(details)
+        row.update(
+            {
+                "rollout": rollout,
+                "judge": judge,
+                "behaviour": behaviour,
+                "condition": condition,
+                "auditor": auditor,
+                "target": target,
+                "source": source,
+                "n_scores": len(scores),
+            }
+        )
+        self._rollouts.append(row)
+
+    def result(self, source: str) -> ImportResult:
+        table = pd.DataFrame(self._rows, columns=list(TIDY_COLUMNS))
+        if not table.empty:
+            table = validate_tidy(table, source)[list(TIDY_COLUMNS)]
+        return ImportResult(
+            table=table,
+            dropped=pd.DataFrame(self._dropped, columns=list(IMPORT_DROPPED_COLUMNS)),
+            rollouts=pd.DataFrame(self._rollouts, columns=list(ROLLOUT_COLUMNS)),
+            notes=tuple(self._notes),
+        )

@@ -118,8 +118,10 @@ def fit_cumulative_logit(y: np.ndarray, design: pd.DataFrame) -> OrdinalFit:
             pass
     for w in caught:
         name = type(w.message).__name__
-        if name in ("ConvergenceWarning", "HessianInversionWarning"):
-            notes.append(f"{name}: {w.message}")
+        if name == "ConvergenceWarning":
+            notes.append("the optimiser did not converge (statsmodels ConvergenceWarning)")
+        elif name == "HessianInversionWarning":
+            notes.append("standard errors unavailable: the Hessian could not be inverted")
     k = design.shape[1]
     params = np.asarray(res.params, dtype=float)
     with np.errstate(invalid="ignore"):

@@ -135,7 +135,10 @@ class SensitivityResult:
         """The `eraudit sensitivity --json` object; NaN and infinities become null."""
         out: dict[str, Any] = {
             "reference_condition": self.reference_condition,
-            "dimension": self.dimension,
+            # Never null: the dimension given, or "per-behaviour" (each behaviour's own
+            # dimension, named like it; see "dimensions").
+            "dimension": self.dimension or "per-behaviour",
+            "dimensions": {name: b.dimension for name, b in self.behaviours.items()},
             "behaviours": {name: _behaviour_json(b) for name, b in self.behaviours.items()},
             "dropped": [
                 {k: str(v) for k, v in row.items()}

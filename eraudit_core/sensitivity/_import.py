@@ -106,6 +106,8 @@ class ImportResult:
 def _detail(reason: str, code: str) -> str:
     """What a drop's reason says beyond its code's description."""
     head = DROP_REASONS.get(code, "")
+    if code.startswith(("unmapped_", "ambiguous_")):
+        return reason
     return reason[len(head) + 2 :] if head and reason.startswith(head + ": ") else ""
 
 
@@ -166,7 +168,10 @@ class Collector:
         n_scores: int = 0,
     ) -> None:
         """Record a rollout (or one judge of it, or some of its scores) left out."""
-        reason = DROP_REASONS.get(code, code) + (f": {detail}" if detail else "")
+        if code.startswith(("unmapped_", "ambiguous_")) and detail:
+            reason = detail  # the mapping's own sentence already says what failed
+        else:
+            reason = DROP_REASONS.get(code, code) + (f": {detail}" if detail else "")
         if self.strict:
             raise InputError(f"{source}: {reason}")
         self._dropped.append(

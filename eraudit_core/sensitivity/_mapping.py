@@ -95,39 +95,44 @@ def _contains_run(parts: Sequence[str], run: Sequence[str]) -> bool:
     return any(tuple(parts[i : i + n]) == tuple(run) for i in range(len(parts) - n + 1))
 
 
-def _str_list(value: Any, where: str) -> tuple[str, ...]:
+def _bad(source: str, path: str, message: str) -> InputError:
+    return InputError(f"{source}: field '{path}': {message}")
+
+
+def _str_list(value: Any, source: str, path: str) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
     if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
         return tuple(value)
-    raise InputError(f"{where}: must be a string or a non-empty list of strings")
+    raise _bad(source, path, "must be a string or a non-empty list of strings")
 
 
-def _parse_rule(raw: Any, where: str) -> Rule:
+def _parse_rule(raw: Any, source: str, path: str) -> Rule:
     if not isinstance(raw, dict) or not raw:
-        raise InputError(f"{where}: a rule must be a non-empty object")
+        raise _bad(source, path, "a rule must be a non-empty object")
     unknown = sorted(set(raw) - set(RULE_FIELDS))
     if unknown:
-        raise InputError(
-            f"{where}: unknown field(s) {', '.join(unknown)}; a rule may use "
-            f"{', '.join(RULE_FIELDS)}"
+        raise _bad(
+            source,
+            path,
+            f"unknown field(s) {', '.join(unknown)}; a rule may use {', '.join(RULE_FIELDS)}",
         )
     task_args = raw.get("task_args", {})
     if not isinstance(task_args, dict) or ("task_args" in raw and not task_args):
-        raise InputError(f"{where}.task_args: must be a non-empty object {{arg: value}}")
+        raise _bad(source, f"{path}.task_args", "must be a non-empty object {arg: value}")
     directory: tuple[str, ...] = ()
     if "directory" in raw:
         if not isinstance(raw["directory"], str) or not raw["directory"].strip("/"):
-            raise InputError(f'{where}.directory: must be a folder name such as "turns3"')
+            raise _bad(source, f"{path}.directory", 'must be a folder name such as "turns3"')
         directory = tuple(p for p in raw["directory"].split("/") if p)
     seed_text = raw.get("seed_text")
     if "seed_text" in raw and (not isinstance(seed_text, str) or not seed_text):
-        raise InputError(f"{where}.seed_text: must be a non-empty string")
+        raise _bad(source, f"{path}.seed_text", "must be a non-empty string")
     return Rule(
         task_args=dict(task_args),
         directory=directory,
-        tags=_str_list(raw["tag"], f"{where}.tag") if "tag" in raw else (),
-        seeds=_str_list(raw["seed"], f"{where}.seed") if "seed" in raw else (),
+        tags=_str_list(raw["tag"], source, f"{path}.tag") if "tag" in raw else (),
+        seeds=_str_list(raw["seed"], source, f"{path}.seed") if "seed" in raw else (),
         seed_text=seed_text,
     )
 
@@ -162,17 +167,17 @@ class TagMapping:
             keys: dict[str, str] = {}
             rules: dict[str, tuple[Rule, ...]] = {}
             for k, v in part.items():
-                where = f"{source}: field '{name}.{k}'"
+                path = f"{name}.{k}"
                 if isinstance(v, str):
                     keys[k] = v
                 elif isinstance(v, dict):
-                    rules[k] = (_parse_rule(v, where),)
+                    rules[k] = (_parse_rule(v, source, path),)
                 elif isinstance(v, list) and v:
-                    rules[k] = tuple(_parse_rule(r, f"{where}[{i}]") for i, r in enumerate(v))
-                else:
-                    raise InputError(
-                        f"{where}: must be a name (string), a rule object or a list of rules"
+                    rules[k] = tuple(
+                        _parse_rule(r, source, f"{path}[{i}]") for i, r in enumerate(v)
                     )
+                else:
+                    raise _bad(source, path, "must be a name (string), a rule object or a list")
             parts[name] = (keys, rules)
         extra = sorted(set(raw) - {"condition", "behaviour"})
         if extra:

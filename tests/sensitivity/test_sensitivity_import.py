@@ -1,4 +1,5 @@
-"""Importer tests: Petri v2 transcript JSON, Inspect logs (through a stand-in reader), CSV."""
+"""Importer tests on small hand-made inputs: Petri v2 transcript JSON, Inspect logs (through a
+stand-in reader), CSV, the mapping file. Real Petri files: test_petri_fixtures.py."""
 
 from __future__ import annotations
 
@@ -102,12 +103,13 @@ def test_petri_both_key_styles_refusal_and_malformed(tmp_path: Path) -> None:
     assert t[t["rollout"] == "c"]["condition"].iloc[0] == "transcripts"
     reasons = dict(zip(result.dropped["rollout"], result.dropped["reason"], strict=True))
     assert set(reasons) == {"d", "transcript_e", "f", "g", "h"}
-    assert "judge refusal" in reasons["d"]
+    assert "did not score" in reasons["d"] and "judge_output.scores is empty" in reasons["d"]
     assert "malformed JSON" in reasons["transcript_e"]
     assert reasons["f"].startswith("no condition mapping")
     assert reasons["g"].startswith("ambiguous condition")
-    assert "not 1..10" in reasons["h"]
-    with pytest.raises(InputError, match=r"transcript_d\.json: no judge scores"):
+    # 12 is dropped by itself; with nothing else left, the judge has no usable score.
+    assert "outside the judge scale" in reasons["h"] or "no usable" in reasons["h"]
+    with pytest.raises(InputError, match=r"transcript_d\.json: the judge scorer did not score"):
         import_petri_transcripts(tmp_path, MAPPING, strict=True)
 
 
@@ -117,7 +119,10 @@ def test_petri_missing_model_field_is_named(tmp_path: Path) -> None:
     write(tmp_path, "transcript_z.json", bad)
     result = import_petri_transcripts(tmp_path, MAPPING)
     assert result.table.empty
-    assert result.dropped["reason"].iloc[0] == "field 'metadata.target_model': missing or empty"
+    assert (
+        result.dropped["reason"].iloc[0].endswith("field 'metadata.target_model': missing or empty")
+    )
+    assert result.dropped["code"].iloc[0] == "malformed"
 
 
 def test_petri_empty_directory_is_input_error(tmp_path: Path) -> None:
@@ -130,7 +135,7 @@ def test_mapping_from_json(tmp_path: Path) -> None:
     path.write_text(json.dumps({"condition": {"x": "none"}, "behaviour": {"x": "b"}}))
     assert TagMapping.from_json(path).resolve(["x"]) == ("none", "b", None)
     path.write_text(json.dumps({"condition": {"x": 1}, "behaviour": {}}))
-    with pytest.raises(InputError, match="field 'condition'"):
+    with pytest.raises(InputError, match=r"map\.json: field 'condition\.x'"):
         TagMapping.from_json(path)
 
 
@@ -149,6 +154,7 @@ def test_petri_scores_round_trip(tmp_path_factory: pytest.TempPathFactory, score
     """Every score key lands as one row with its judge/dimension split; values are kept."""
     d = tmp_path_factory.mktemp("p")
     write(d, "t.json", transcript("t", ["res-none", "reward-hacking"], scores))
+    # One judge whose every value is None (refused every dimension) keeps its NaN rows.
     result = import_petri_transcripts(d, MAPPING, default_judge="J")
     t = result.table
     assert len(t) == len(scores) and result.dropped.empty
@@ -163,7 +169,8 @@ def test_petri_scores_round_trip(tmp_path_factory: pytest.TempPathFactory, score
 def fake_inspect(monkeypatch: pytest.MonkeyPatch, logs: dict[str, Any]) -> None:
     """Stand in for inspect_ai.log.read_eval_log with objects shaped like EvalLog."""
     mod = types.ModuleType("inspect_ai.log")
-    mod.read_eval_log = lambda path: logs[path]  # type: ignore[attr-defined]
+    mod.read_eval_log = lambda path, header_only=False: logs[Path(path).name][0]  # type: ignore[attr-defined]
+    mod.read_eval_log_samples = lambda path, **kw: iter(logs[Path(path).name][1])  # type: ignore[attr-defined]
     pkg = types.ModuleType("inspect_ai")
     pkg.log = mod  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "inspect_ai", pkg)
@@ -174,7 +181,11 @@ def ns(**kw: Any) -> types.SimpleNamespace:
     return types.SimpleNamespace(**kw)
 
 
-def test_inspect_logs_through_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+def score(value: Any) -> types.SimpleNamespace:
+    return ns(value=value, answer=None, explanation="because", metadata={})
+
+
+def test_inspect_logs_through_reader(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     roles = {
         "auditor": ns(model="openai/gpt-5.6"),
         "target": ns(model="grok-4.5"),
@@ -185,36 +196,43 @@ def test_inspect_logs_through_reader(monkeypatch: pytest.MonkeyPatch) -> None:
             id="seed-rh-tx",
             epoch=1,
             metadata={},
-            scores={"audit_judge": ns(value={"reward_hacking": 6, "realism": 8})},
+            input="seed text",
+            scores={"audit_judge": score({"reward_hacking": 6, "realism": 8})},
         ),
         ns(
             id="s2",
             epoch=1,
             metadata={"tags": ["res-none", "reward-hacking"]},
-            scores={"audit_judge": ns(value=None)},
+            input="seed text",
+            scores={"audit_judge": score(None)},
         ),
         ns(
             id="s3",
             epoch=2,
             metadata={"tags": ["res-codebase", "reward-hacking"]},
-            scores={"audit_judge": ns(value={"reward_hacking": 1})},
+            input="seed text",
+            scores={"audit_judge": score({"reward_hacking": 1})},
         ),
     ]
-    log = ns(eval=ns(model_roles=roles, tags=[]), samples=samples)
-    fake_inspect(monkeypatch, {"run.eval": log})
-    result = import_inspect_logs(["run.eval"], MAPPING)
+    log = ns(eval=ns(model_roles=roles, tags=[], run_id="R", task_args={}, scorers=[]),
+             status="success", error=None, tags=None)  # fmt: skip
+    fake_inspect(monkeypatch, {"run.eval": (log, samples)})
+    (tmp_path / "run.eval").write_bytes(b"")
+    result = import_inspect_logs([tmp_path / "run.eval"], MAPPING)
     t = result.table
-    assert set(t["rollout"]) == {"run:seed-rh-tx:1", "run:s3:2"}
-    assert set(t["judge"]) == {"judge-m"} and set(t["auditor"]) == {"openai/gpt-5.6"}
-    assert t[t["rollout"] == "run:s3:2"]["condition"].iloc[0] == "codebase"
-    assert list(result.dropped["rollout"]) == ["run:s2:1"]
-    assert "judge refusal" in result.dropped["reason"].iloc[0]
+    # No sample uuid (older logs): run id / sample id / epoch, never the file name.
+    assert set(t["rollout"]) == {"R/seed-rh-tx/1", "R/s3/2"}
+    # Provider stripped, as Petri v2 transcripts write model names.
+    assert set(t["judge"]) == {"judge-m"} and set(t["auditor"]) == {"gpt-5.6"}
+    assert t[t["rollout"] == "R/s3/2"]["condition"].iloc[0] == "codebase"
+    assert list(result.dropped["rollout"]) == ["R/s2/1"]
+    assert result.dropped["code"].iloc[0] == "judge_missing"
 
 
 def test_inspect_missing_package_is_input_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "inspect_ai", None)
     monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
-    with pytest.raises(InputError, match="optional package inspect_ai"):
+    with pytest.raises(InputError, match="needs the package inspect_ai"):
         import_inspect_logs(["x.eval"], MAPPING)
 
 

@@ -1,9 +1,11 @@
 """`eraudit sensitivity` (the seed-003 analysis) and `eraudit sensitivity-import` (importers).
 
 The JSON printed by `eraudit sensitivity TABLE --reference-condition NAME --json` is a stable
-contract: {"reference_condition", "dimension", "behaviours": {name: {"lr_resource",
+contract: {"reference_condition", "dimension" (the --dimension given, or "per-behaviour"),
+"dimensions" ({behaviour: dimension used}), "behaviours": {name: {"lr_resource",
 "lr_interaction", "contrasts", "per_pair", "cell_means", "agreement", ...}}, "dropped",
-"warnings"}; see `SensitivityResult.to_json_dict`.
+"warnings"}; see `SensitivityResult.to_json_dict`. `sensitivity-import --json` prints
+`import_report`: counts, drops per reason with one example file each, notes.
 """
 
 from __future__ import annotations

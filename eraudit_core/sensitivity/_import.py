@@ -248,7 +248,7 @@ class Collector:
                     "score": score,
                 }
             )
-        row = {c: None for c in ROLLOUT_COLUMNS}
+        row: dict[str, Any] = {c: None for c in ROLLOUT_COLUMNS}
         row.update(details)
         row.update(
             {

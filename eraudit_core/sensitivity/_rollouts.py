@@ -112,18 +112,11 @@ def rollouts_behind(
     if pair is not None:
         panel = panel[panel["pair"] == pair]
     rows = tidy[(tidy["dimension"] == dim) & tidy["rollout"].isin(panel["rollout"])]
-    per_judge = (
-        rows.sort_values("judge")
-        .groupby("rollout")
-        .apply(
-            lambda g: "; ".join(
-                f"{j}={'n/a' if pd.isna(s) else f'{s:g}'}"
-                for j, s in zip(g["judge"], g["score"], strict=True)
-            ),
-            include_groups=False,
-        )
-        .rename("judge_scores")
-    )
+    texts: dict[str, list[str]] = {}
+    for r in rows.sort_values("judge").itertuples(index=False):
+        score = "n/a" if pd.isna(r.score) else f"{float(r.score):g}"  # type: ignore[arg-type]
+        texts.setdefault(str(r.rollout), []).append(f"{r.judge}={score}")
+    per_judge = pd.Series({k: "; ".join(v) for k, v in texts.items()}, name="judge_scores")
     out = panel.merge(per_judge, left_on="rollout", right_index=True, how="left")
     cols = ["rollout", "condition", "pair", "score", "n_judges", "judge_scores"]
     return out[cols].sort_values(["condition", "pair", "rollout"]).reset_index(drop=True)

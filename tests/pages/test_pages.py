@@ -464,3 +464,55 @@ def test_sensitivity_bad_upload_is_reported_inline(db: Path) -> None:
     no_errors(at)
     assert any("cannot be analysed" in e.value for e in at.error)
     assert any("x.csv" in t.value for t in at.text)
+
+
+def test_sensitivity_drill_down_to_what_the_judge_wrote(db: Path) -> None:
+    """From a cell of the bundled Petri 3 example to the judge's summary, justification and
+    highlights (issue 11): the rollout ids and texts come from the fixture logs' manifest."""
+    import json
+
+    manifest = json.loads((ROOT / "tests/fixtures/petri/petri3_manifest.json").read_text())
+    at = visit(app(), "pages/sensitivity.py")
+    at.radio[0].set_value("Bundled Petri 3 example (real format, tiny)").run()
+    no_errors(at)
+    drill = at.selectbox(key="drill-unprompted_sycophancy")
+    cell = list(drill.options).index("cell auditor-a -> target-x / lean")  # shown labels
+    drill.set_value(cell).run()
+    no_errors(at)
+    rid = at.selectbox(key="rid-unprompted_sycophancy")
+    lean_a_syc = {
+        e["sample_uuid"]
+        for e in manifest
+        if e["condition"] == "lean"
+        and e["auditor"] == "mockllm/auditor-a"
+        and e["seed_id"] == "ai_consciousness_sycophancy"
+        and e["judge_mode"] == "ok"
+    }
+    assert set(rid.options) == lean_a_syc
+    texts = [t.value for t in at.text]
+    assert "Judge judge-j" in texts
+    assert any(t.startswith("Seed S1: the auditor set a neutral system prompt") for t in texts)
+    assert "Mild hedging in [M3] explains the scores above 1." in texts
+
+
+def test_sensitivity_judge_text_is_shown_as_text(db: Path) -> None:
+    """A judge summary with markdown in it stays literal text (st.text), never a link."""
+    import json
+
+    from ui import sensitivity_view as sv
+
+    table, rollouts = sv.read_petri_example()
+    evil = "[click me](http://evil.example) **bold** <b>x</b>"
+    rollouts = rollouts.assign(summary=evil, justification=evil)
+    jsonl = "\n".join(json.dumps(r, default=str) for r in rollouts.to_dict(orient="records"))
+    at = visit(app(), "pages/sensitivity.py")
+    at.radio[0].set_value("Upload a tidy table").run()
+    at.file_uploader(key="sens-upload").set_value(
+        ("t.csv", table.drop(columns=["pair"]).to_csv(index=False).encode(), "text/csv")
+    ).run()
+    at.file_uploader(key="sens-rollouts").set_value(
+        ("t.rollouts.jsonl", jsonl.encode(), "application/json")
+    ).run()
+    no_errors(at)
+    assert [t.value for t in at.text].count(evil) >= 2
+    assert not any("evil.example" in m.value for m in at.markdown)

@@ -298,3 +298,21 @@ def test_unmapped_rollouts_name_what_was_looked_at() -> None:
     unmapped = result.dropped[result.dropped["code"] == "unmapped_condition"]
     assert len(unmapped) == 4  # both rich logs, 2 samples each (mapping comes before the judge)
     assert "task args" in unmapped["reason"].iloc[0] and "rich" in unmapped["reason"].iloc[0]
+
+
+def test_bundled_petri_example_is_the_import_of_the_fixtures(tmp_path: Path) -> None:
+    """data/sensitivity/petri3_example.* (the page's example) is what the importer makes of the
+    fixtures today: rebuild with the command in data/sensitivity/README.md when this fails."""
+    from eraudit_core.sensitivity import read_rollouts, read_tidy_table, write_import
+
+    data = FIX.parents[2] / "data" / "sensitivity"
+    mapping = TagMapping.from_json(data / "petri3_example_mapping.json")
+    result = import_inspect_logs([FIX / "petri3_logs"], mapping)
+    _, side = write_import(result, tmp_path / "petri3_example.csv")
+    pd.testing.assert_frame_equal(
+        read_tidy_table(tmp_path / "petri3_example.csv").table,
+        read_tidy_table(data / "petri3_example.csv").table,
+    )
+    root = str(FIX.parents[2]) + "/"
+    fresh = read_rollouts(side).assign(source=lambda f: f["source"].str.replace(root, ""))
+    pd.testing.assert_frame_equal(fresh, read_rollouts(data / "petri3_example.rollouts.jsonl"))

@@ -226,6 +226,7 @@ def test_scorer_flag_on_petri_v2_logs(tmp_path: Path, capsys: pytest.CaptureFixt
 
 
 def test_rollouts_file_round_trip(tmp_path: Path) -> None:
+    from eraudit_core.errors import InputError
     from eraudit_core.sensitivity import (
         ROLLOUT_COLUMNS,
         TagMapping,
@@ -234,7 +235,6 @@ def test_rollouts_file_round_trip(tmp_path: Path) -> None:
         rollouts_behind,
         write_import,
     )
-    from eraudit_core.errors import InputError
 
     result = import_inspect_logs([FIX / "petri3_logs"], TagMapping.from_dict(P3_MAP))
     table_path, side = write_import(result, tmp_path / "T.parquet")

@@ -32,17 +32,18 @@ LOG_SUFFIXES = (".eval", ".json")
 _SKIP_FIELDS = {"events", "timelines", "messages", "attachments", "store"}
 
 
-def find_logs(paths: Iterable[str | Path]) -> list[Path]:
-    """Files as given; directories searched recursively for `.eval` and `.json` logs."""
-    out: list[Path] = []
+def find_logs(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
+    """(file, named by the user): files as given; directories searched recursively for
+    `.eval` and `.json` files (a folder may also hold Petri transcripts or other JSON)."""
+    out: list[tuple[Path, bool]] = []
     for p in map(Path, paths):
         if p.is_dir():
             found = sorted(f for f in p.rglob("*") if f.suffix in LOG_SUFFIXES and f.is_file())
             if not found:
                 raise InputError(f"{p}: no .eval or .json Inspect logs found")
-            out.extend(found)
+            out.extend((f, False) for f in found)
         elif p.is_file():
-            out.append(p)
+            out.append((p, True))
         else:
             raise InputError(f"{p}: file not found")
     return out
@@ -115,13 +116,22 @@ def _error_text(err: Any) -> str:
 
 
 def _one_log(
-    path: Path, mapping: TagMapping, scorers: Sequence[str] | None, out: Collector, api: Any
+    path: Path,
+    named: bool,
+    mapping: TagMapping,
+    scorers: Sequence[str] | None,
+    out: Collector,
+    api: Any,
 ) -> None:
     source = str(path)
     try:
         header = api.read_eval_log(str(path), header_only=True)
     except Exception as exc:  # inspect raises its own types on a broken log
-        raise InputError(f"{path}: cannot be read as an Inspect eval log: {exc}") from exc
+        if named:
+            raise InputError(f"{path}: cannot be read as an Inspect eval log: {exc}") from exc
+        # Found in a folder: other JSON (e.g. Petri transcripts) may sit beside the logs.
+        out.drop(path.name, source, "malformed", f"not an Inspect eval log ({str(exc)[:120]})")
+        return
     status = str(getattr(header, "status", "success"))
     log_error = _error_text(header.error) if getattr(header, "error", None) else ""
     if status == "error":
@@ -304,6 +314,6 @@ def import_inspect_logs(
     if not files:
         raise InputError("no Inspect logs given")
     out = Collector()
-    for path in files:
-        _one_log(path, mapping, scorers, out, api)
+    for path, named in files:
+        _one_log(path, named, mapping, scorers, out, api)
     return out.result("inspect logs")

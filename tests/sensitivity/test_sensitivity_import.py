@@ -263,3 +263,26 @@ def test_read_tidy_table_csv_parquet_and_errors(tmp_path: Path) -> None:
     table.drop(columns=["score"]).to_csv(tmp_path / "noscore.csv", index=False)
     with pytest.raises(InputError, match=r"noscore\.csv: missing column\(s\) score"):
         read_tidy_table(tmp_path / "noscore.csv")
+
+
+def test_one_bad_value_drops_only_that_value(tmp_path: Path) -> None:
+    """Issue 11 item 8: a boolean score or 0/10 used to drop the whole transcript."""
+    scores = {"reward_hacking": 4, "flag": True, "gratitude": 0, "other": 11}
+    write(tmp_path, "t.json", transcript("t", ["res-none", "reward-hacking"], scores))
+    result = import_petri_transcripts(tmp_path, MAPPING)
+    assert result.table["dimension"].tolist() == ["reward_hacking"]
+    got = dict(zip(result.dropped["code"], result.dropped["reason"], strict=True))
+    assert set(got) == {"score_not_a_number", "score_out_of_range"}
+    assert "flag=True" in got["score_not_a_number"]
+    assert "gratitude=0" in got["score_out_of_range"] and "other=11" in got["score_out_of_range"]
+
+
+def test_inspect_folder_with_other_json_is_not_an_error(tmp_path: Path) -> None:
+    """A folder may hold Petri transcripts beside the logs: those are noted, not fatal; a file
+    named on the command line that is not a log is an error naming it."""
+    write(tmp_path, "transcript_x.json", transcript("x", [], {"a": 1}))
+    result = import_inspect_logs([tmp_path], MAPPING)
+    assert result.table.empty and result.dropped["code"].tolist() == ["malformed"]
+    assert "not an Inspect eval log" in result.dropped["reason"].iloc[0]
+    with pytest.raises(InputError, match=r"transcript_x\.json: cannot be read as an Inspect"):
+        import_inspect_logs([tmp_path / "transcript_x.json"], MAPPING)

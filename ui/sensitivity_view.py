@@ -159,7 +159,10 @@ def highlights_frame(highlights: object) -> pd.DataFrame:
                     "quoted text": " | ".join(str(q) for q in h.get("quotes") or [] if q),
                 }
             )
-    return pd.DataFrame(rows, columns=["#", "highlight", "message ids", "quoted text"])
+    frame = pd.DataFrame(rows, columns=["#", "highlight", "message ids", "quoted text"])
+    if not frame["quoted text"].astype(bool).any():  # Petri 3 quotes inside the highlight line
+        frame = frame.drop(columns=["quoted text"])
+    return frame
 
 
 def facts_frame(row: pd.Series) -> pd.DataFrame:

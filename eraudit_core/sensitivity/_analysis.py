@@ -111,8 +111,10 @@ def judge_agreement(scores: pd.DataFrame) -> tuple[Agreement, list[str]]:
     alpha: float | None = None
     pairable = wide[wide.notna().sum(axis=1) >= 2]
     domain = np.unique(pairable.to_numpy()[np.isfinite(pairable.to_numpy())])
-    if len(pairable) == 0:
-        notes.append("no rollout was scored by two judges: Krippendorff alpha undefined")
+    if len(pairable) < 2:
+        notes.append(
+            f"{len(pairable)} rollout(s) scored by two or more judges: Krippendorff alpha undefined"
+        )
     elif len(domain) < 2:
         notes.append("all judges gave the same score everywhere: Krippendorff alpha undefined")
     else:
@@ -123,6 +125,11 @@ def judge_agreement(scores: pd.DataFrame) -> tuple[Agreement, list[str]]:
                 level_of_measurement="ordinal",
             )
         )
+        if len(pairable) < FEW_ROLLOUTS * 2:
+            notes.append(
+                f"Krippendorff alpha rests on only {len(pairable)} rollouts scored by two or "
+                "more judges: not informative"
+            )
     pairs: list[SpearmanPair] = []
     for a, b in itertools.combinations(judges, 2):
         both = wide[[a, b]].dropna()

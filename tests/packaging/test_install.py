@@ -34,6 +34,9 @@ def test_wheel_install_finds_subpackages_and_data(tmp_path: Path) -> None:
             "install",
             "-q",
             "--no-deps",
+            # Without it pip uninstalls the editable install of the running venv first (its
+            # `eraudit` command vanishes for every later test and for the developer).
+            "--ignore-installed",
             "--prefix",
             str(prefix),
             str(wheel),

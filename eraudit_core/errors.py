@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class ERAuditError(Exception):
     """Base of the errors this library raises on purpose."""
@@ -17,3 +19,15 @@ class StoreError(ERAuditError):
 
 class CancelledError(ERAuditError):
     """A run was cancelled by the user; what was stored stays stored."""
+
+
+class IncompleteScores(InputError):
+    """A backend failed part-way through a batch of questions.
+
+    `completed` maps the position (in the batch it was given) of every question it did score
+    to that score, so the caller can keep them and never ask for them again; nothing about the
+    unfinished questions is kept (no half-written score)."""
+
+    def __init__(self, message: str, completed: dict[int, Any]) -> None:
+        super().__init__(message)
+        self.completed = completed

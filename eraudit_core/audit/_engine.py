@@ -26,6 +26,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from eraudit_core.audit._config import AuditConfig, AuditItem
@@ -37,8 +38,9 @@ from eraudit_core.audit._degradation import (
 )
 from eraudit_core.audit._inputs import items_digest, run_provenance, run_test_generators
 from eraudit_core.audit._sequential import GeneratorTest
+from eraudit_core.audit._traffic import TrafficRecorder
 from eraudit_core.audit._verdict import pair_verdict
-from eraudit_core.errors import CancelledError, InputError
+from eraudit_core.errors import CancelledError, IncompleteScores, InputError
 from eraudit_core.paraphrase import normalize_text
 from eraudit_core.store import PairResult, StepRecord, Store
 from eraudit_core.types import Query, QueryScore, Verifier
@@ -82,7 +84,16 @@ class CachedScorer:
             if h not in found and h not in missing:
                 missing[h] = q
         if missing:
-            fresh = self.verifier.score(list(missing.values()))
+            try:
+                fresh = self.verifier.score(list(missing.values()))
+            except IncompleteScores as exc:
+                # Keep what the backend finished before it failed: a resumed run asks the
+                # server only for the rest. Nothing of an unfinished question is written.
+                hashes_missing = list(missing)
+                kept = {hashes_missing[i]: s for i, s in exc.completed.items()}
+                self.store.put_scores(self.fingerprint, kept)
+                self.scored += len(kept)
+                raise
             if len(fresh) != len(missing):
                 raise RuntimeError(
                     f"verifier {self.fingerprint} returned {len(fresh)} scores for "
@@ -119,6 +130,9 @@ class AuditEngine:
         self._generators: tuple[str, ...] = ()
         self.progress = progress
         self.should_cancel = should_cancel
+        # A served checkpoint waits on the network: score pre and post at the same time then.
+        self._parallel = bool(getattr(pre, "io_bound", False) or getattr(post, "io_bound", False))
+        self._side: ThreadPoolExecutor | None = None
 
     # -- public ---------------------------------------------------------------------------
     def start(
@@ -168,6 +182,8 @@ class AuditEngine:
         done = self.store.finished_pair_ids(run_id)
         self.store.set_run_status(run_id, "running")
         t0 = time.monotonic()
+        traffic = TrafficRecorder(self.store, run_id, [self.pre.verifier, self.post.verifier])
+        traffic.start()
         try:
             for item in items:
                 if item.pair_id in done:
@@ -189,6 +205,11 @@ class AuditEngine:
         except BaseException as exc:
             self.store.set_run_status(run_id, "failed", f"{type(exc).__name__}: {exc}")
             raise
+        finally:
+            traffic.stop()
+            if self._side is not None:
+                self._side.shutdown(wait=True)
+                self._side = None
         self.store.set_run_status(run_id, "done")
 
     # -- one pair -------------------------------------------------------------------------
@@ -226,8 +247,17 @@ class AuditEngine:
             )
 
     def _pre_post(self, queries: Sequence[Query]) -> list[tuple[float, float]]:
-        pre = self.pre.score(queries)
-        post = self.post.score(queries)
+        if self._parallel:
+            if self._side is None:
+                self._side = ThreadPoolExecutor(1, thread_name_prefix="score-pre")
+            pending = self._side.submit(self.pre.score, queries)
+            try:
+                post = self.post.score(queries)
+            finally:
+                pre = pending.result()  # waits for pre even when post failed (keeps its scores)
+        else:
+            pre = self.pre.score(queries)
+            post = self.post.score(queries)
         return [(a.p_true, b.p_true) for a, b in zip(pre, post, strict=True)]
 
     def _audit_pair(

@@ -166,12 +166,35 @@ def pool_warnings(items: Sequence[AuditItem], config: AuditConfig) -> list[str]:
     return out
 
 
-def _load_checkpoints(store: Store, pre_spec: str, post_spec: str) -> tuple[Any, Any]:
-    from eraudit_core.verifier import CheckpointSpec, load_pair
+def register_checkpoint(store: Store, verifier: Any, name: str) -> dict[str, Any]:
+    """Record a loaded checkpoint (fingerprint, name, description) in the store.
 
-    pre, post = load_pair(CheckpointSpec.parse(pre_spec), CheckpointSpec.parse(post_spec))
+    A served checkpoint is first compared with its earlier registration: its probe question
+    must still get the log-probs it got then (`check_registration` refuses otherwise, before
+    any cached score is reused), and that first registration stays the reference.
+    """
+    details = dict(verifier.describe())
+    check = getattr(verifier, "check_registration", None)
+    if check is not None:
+        known = store.checkpoints()
+        row = known.loc[known["fingerprint"] == verifier.fingerprint]
+        if not row.empty:
+            before = row["details"].iloc[0]
+            check(
+                json.loads(before) if isinstance(before, str) else before or {},
+                row["registered_at"].iloc[0],
+            )
+            return details
+    store.register_checkpoint(verifier.fingerprint, name, details)
+    return details
+
+
+def _load_checkpoints(store: Store, pre_spec: str, post_spec: str) -> tuple[Any, Any]:
+    from eraudit_core.verifier import load_pair
+
+    pre, post = load_pair(pre_spec, post_spec)
     for verifier, spec in ((pre, pre_spec), (post, post_spec)):
-        store.register_checkpoint(verifier.fingerprint, spec, verifier.describe())
+        register_checkpoint(store, verifier, spec)
     return pre, post
 
 

@@ -37,7 +37,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("audit", help="audit a checkpoint pair on stored paraphrases")
     p.add_argument("--db", required=True)
     p.add_argument("--benchmark", default="bundled", help="stored benchmark id, or 'bundled'")
-    p.add_argument("--pre", required=True, help="checkpoint spec, e.g. demo:base")
+    p.add_argument(
+        "--pre",
+        required=True,
+        help="checkpoint spec, e.g. demo:base, or a served checkpoint "
+        "http://HOST:8000/v1#MODEL;tokenizer=demo:base (docs/served.md)",
+    )
     p.add_argument("--post", required=True, help="checkpoint spec, e.g. demo:adversarial")
     p.add_argument("--pairs", default="", help="comma-separated pair ids (default: all)")
     p.add_argument("--limit", type=int, default=0, help="audit only the first N pairs")

@@ -18,6 +18,12 @@ from eraudit_core.errors import InputError
 from eraudit_core.types import Query
 from eraudit_core.verifier import DEFAULT_PREFIX, DEFAULT_TEMPLATE
 
+SPEC_HELP = (
+    "demo:base|honest|adversarial, DIR, FILE.gguf, BASE+ADAPTER, or a served checkpoint "
+    "http(s)://HOST:PORT/v1#MODEL;tokenizer=LOCAL_SPEC[;api_key_env=VAR][;concurrency=N] "
+    "(see docs/served.md)"
+)
+
 
 def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: auto)")
@@ -54,7 +60,7 @@ def register(subparsers: Any) -> None:
         help="score questions (JSONL/CSV) with a checkpoint; prints JSON lines",
         description="Input rows need question, true_option, false_option (pair_id optional).",
     )
-    p.add_argument("spec", help="demo:base|honest|adversarial, DIR, FILE.gguf or BASE+ADAPTER")
+    p.add_argument("spec", help=SPEC_HELP)
     p.add_argument("questions", type=Path, help="JSONL or CSV file")
     p.add_argument("--batch-size", type=int, default=8)
     _model_args(p)
@@ -63,15 +69,15 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "checkpoint-info", help="load a checkpoint with all checks and describe it as JSON"
     )
-    p.add_argument("spec")
+    p.add_argument("spec", help=SPEC_HELP)
     _model_args(p)
     p.set_defaults(func=_cmd_info)
 
 
 def _load(args: argparse.Namespace, **extra: Any) -> Any:
-    from eraudit_core.verifier import load_verifier
+    from eraudit_core.verifier import load_checkpoint
 
-    return load_verifier(
+    return load_checkpoint(
         args.spec,
         device=args.device,
         dtype=args.dtype,

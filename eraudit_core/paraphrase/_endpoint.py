@@ -1,8 +1,8 @@
 """Paraphrases from an OpenAI-compatible chat endpoint: the real path for strong generators.
 
-Why stdlib HTTP (urllib): the client needs only one POST route, and avoiding an SDK keeps the
-project's dependencies small and the behaviour (timeouts, retries, budget) explicit and tested
-against a real loopback server.
+HTTP goes through the project's one OpenAI-compatible client (`eraudit_core.openai_http`:
+pooled connections, timeouts, retries with backoff and Retry-After, a request budget), the same
+one the served verifier uses; its behaviour is tested against a real loopback server.
 
 The prompt is the project's own (`PARAPHRASE_SYSTEM_PROMPT`): it states the meaning-preservation
 rules of the ER-Audit paper (appendix D.3) and asks for a JSON list of strings. Only the
@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import socket
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from typing import Any
 
 from eraudit_core.errors import InputError
+from eraudit_core.openai_http import EndpointError, OpenAIClient, check_base_url
 from eraudit_core.paraphrase._registry import register_generator
+
+__all__ = ["EndpointError", "EndpointParaphraseGenerator", "parse_paraphrase_list"]
 
 ENDPOINT_VERSION = "1"
 PROMPT_VERSION = "1"
@@ -44,12 +43,6 @@ Output only a JSON array of strings, one paraphrase each, with no labels, explan
 answers."""
 
 USER_TEMPLATE = "Write {k} different paraphrases of this question.\n\nQuestion: {question}"
-
-RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
-
-
-class EndpointError(InputError):
-    """The endpoint could not give usable paraphrases (unreachable, refused, malformed, budget)."""
 
 
 def prompt_fingerprint() -> str:
@@ -103,10 +96,7 @@ class EndpointParaphraseGenerator:
         max_backoff_s: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        if not re.match(r"^https?://", base_url or ""):
-            raise InputError(
-                f"endpoint generator: base_url must start with http(s)://, got {base_url!r}"
-            )
+        base_url = check_base_url(base_url, "endpoint generator")
         if not model:
             raise InputError("endpoint generator: model must be named")
         for label, value in (("batch_size", batch_size), ("max_requests", max_requests)):
@@ -118,7 +108,7 @@ class EndpointParaphraseGenerator:
             raise InputError(
                 f"endpoint generator: temperature must lie in [0, 2], got {temperature}"
             )
-        self.base_url = base_url.rstrip("/")
+        self.base_url = base_url
         self.model = model
         self._name = name
         self.api_key_env = api_key_env
@@ -129,8 +119,23 @@ class EndpointParaphraseGenerator:
         self.timeout_s = float(timeout_s)
         self.backoff_s = float(backoff_s)
         self.max_backoff_s = float(max_backoff_s)
-        self._sleep = sleep
-        self.requests_made = 0
+        self._client = OpenAIClient(
+            base_url,
+            api_key_env=api_key_env,
+            timeout_s=self.timeout_s,
+            max_retries=self.max_retries,
+            backoff_s=self.backoff_s,
+            max_backoff_s=self.max_backoff_s,
+            jitter=False,  # one request at a time: the plain doubling is easier to reason about
+            max_connections=1,
+            max_requests=self.max_requests,
+            sleep=sleep,
+            what="endpoint generator",
+        )
+
+    @property
+    def requests_made(self) -> int:
+        return self._client.traffic().requests
 
     @property
     def name(self) -> str:
@@ -175,7 +180,9 @@ class EndpointParaphraseGenerator:
             ],
             "temperature": self.temperature,
         }
-        reply = self._post("/chat/completions", body)
+        reply = self._client.post(
+            "/chat/completions", body, what=f"{k} paraphrases from model {self.model}"
+        )
         try:
             content = reply["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError) as exc:
@@ -186,63 +193,3 @@ class EndpointParaphraseGenerator:
         if not isinstance(content, str):
             raise EndpointError(f"{self.base_url}: message content is not text: {content!r:.200}")
         return parse_paraphrase_list(content)
-
-    def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self.api_key_env:
-            key = os.environ.get(self.api_key_env)
-            if key:
-                headers["Authorization"] = f"Bearer {key}"
-        return headers
-
-    def _post(self, route: str, body: dict[str, Any]) -> Any:
-        """POST with retries (429, 5xx, timeouts, dropped connections) and exponential backoff."""
-        url = self.base_url + route
-        data = json.dumps(body).encode("utf-8")
-        last = ""
-        for attempt in range(self.max_retries + 1):
-            if self.requests_made >= self.max_requests:
-                raise EndpointError(
-                    f"{url}: request budget of {self.max_requests} requests is used up "
-                    f"(raise max_requests to allow more)"
-                )
-            self.requests_made += 1
-            req = urllib.request.Request(url, data=data, headers=self._headers(), method="POST")
-            retry_after: float | None = None
-            try:
-                with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                    raw = resp.read()
-                try:
-                    return json.loads(raw.decode("utf-8"))
-                except (UnicodeDecodeError, json.JSONDecodeError):
-                    last = f"response is not JSON: {raw[:200]!r}"
-            except urllib.error.HTTPError as exc:
-                detail = exc.read()[:200].decode("utf-8", "replace")
-                if exc.code not in RETRYABLE_STATUS:
-                    raise EndpointError(f"{url}: HTTP {exc.code} {exc.reason}: {detail}") from exc
-                last = f"HTTP {exc.code} {exc.reason}"
-                retry_after = _retry_after(exc.headers.get("Retry-After"))
-            except urllib.error.URLError as exc:
-                reason = exc.reason
-                if isinstance(reason, (TimeoutError, socket.timeout)):
-                    last = f"timed out after {self.timeout_s:g} s"
-                else:
-                    last = f"cannot reach the endpoint ({reason})"
-            except TimeoutError:
-                last = f"timed out after {self.timeout_s:g} s"
-            except (ConnectionError, OSError) as exc:
-                last = f"connection failed ({exc})"
-            if attempt < self.max_retries:
-                delay = min(self.max_backoff_s, self.backoff_s * (2**attempt))
-                self._sleep(max(delay, retry_after or 0.0))
-        raise EndpointError(
-            f"{url}: giving up after {self.max_retries + 1} attempts: {last}. Check that the "
-            f"server is running and that base_url ends with /v1 where the server expects it."
-        )
-
-
-def _retry_after(value: str | None) -> float | None:
-    try:
-        return min(60.0, max(0.0, float(value))) if value else None
-    except ValueError:
-        return None

@@ -82,6 +82,9 @@ MIGRATIONS: dict[int, list[str]] = {
             FROM runs WHERE run_pairs.run_id = runs.run_id
             AND run_pairs.bound_tolerant IS NOT NULL""",
     ],
+    # 3: live traffic of a run scored by a served checkpoint (requests in flight, prompts/s),
+    # written by the engine while it runs, so any process polling the store can show it.
+    3: ["ALTER TABLE runs ADD COLUMN traffic JSON"],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 RUN_STATUSES = ("pending", "running", "done", "failed", "cancelled", "interrupted")

@@ -460,6 +460,15 @@ class Store:
                 [scored, cached, run_id],
             )
 
+    def set_run_traffic(self, run_id: str, traffic: Mapping[str, Any]) -> None:
+        """The latest traffic snapshot of a run (requests in flight, prompts/s; see
+        eraudit_core.audit._traffic)."""
+        with self._write() as w:
+            w.execute(
+                "UPDATE runs SET traffic = ? WHERE run_id = ?",
+                [json.dumps(dict(traffic), default=str), run_id],
+            )
+
     def mark_stale_runs_interrupted(self) -> list[str]:
         """Runs left 'running' by a process that died: mark them resumable, return their ids."""
         ids = [r[0] for r in self._rows("SELECT run_id FROM runs WHERE status = 'running'")]
@@ -540,7 +549,8 @@ class Store:
     def run_progress(self, run_id: str) -> dict[str, Any]:
         row = self._rows(
             "SELECT r.status, r.n_pairs, r.started_at, r.finished_at, r.queries_scored, "
-            "r.queries_cached, r.error, (SELECT count(*) FROM run_pairs p WHERE p.run_id = r.run_id), "
+            "r.queries_cached, r.error, r.traffic, "
+            "(SELECT count(*) FROM run_pairs p WHERE p.run_id = r.run_id), "
             "(SELECT count(*) FROM run_pairs p WHERE p.run_id = r.run_id AND p.status = 'degraded'), "
             "(SELECT count(*) FROM run_steps s WHERE s.run_id = r.run_id) "
             "FROM runs r WHERE r.run_id = ?",
@@ -557,9 +567,10 @@ class Store:
             "queries_scored": r[4],
             "queries_cached": r[5],
             "error": r[6],
-            "pairs_done": r[7],
-            "pairs_degraded": r[8],
-            "steps": r[9],
+            "traffic": json.loads(r[7]) if isinstance(r[7], str) else r[7],
+            "pairs_done": r[8],
+            "pairs_degraded": r[9],
+            "steps": r[10],
         }
 
     def delete_run(self, run_id: str) -> None:

@@ -1,13 +1,16 @@
 """Verifier checkpoints: which model answers the binary questions, and how (DESIGN.md §3).
 
-A checkpoint is named by a `CheckpointSpec`; `load_verifier` / `load_pair` return objects that
-implement `eraudit_core.types.Verifier`. This package stays light: torch and transformers are
-imported only when a model is loaded (`eraudit_core.verifier.hf` is the Hugging Face backend).
+A local checkpoint is named by a `CheckpointSpec`, one behind an OpenAI-compatible server by a
+`ServedSpec` (`parse_spec` tells them apart); `load_checkpoint` / `load_pair` return objects
+that implement `eraudit_core.types.Verifier`. This package stays light: torch and transformers
+are imported only when a checkpoint is loaded (`eraudit_core.verifier.hf` is the Hugging Face
+backend, `eraudit_core.verifier.served` the served one).
 """
 
 from __future__ import annotations
 
 from eraudit_core.verifier._load import (
+    load_checkpoint,
     load_pair,
     load_verifier,
 )
@@ -18,6 +21,11 @@ from eraudit_core.verifier._prompts import (
     check_prompt_format,
     render_messages,
     render_prompts,
+)
+from eraudit_core.verifier._served_spec import (
+    ServedSpec,
+    is_served,
+    parse_spec,
 )
 from eraudit_core.verifier._spec import (
     DEMO_ADAPTERS,
@@ -32,9 +40,13 @@ __all__ = [
     "DEFAULT_TEMPLATE",
     "DEMO_ADAPTERS",
     "DEMO_ARMS",
+    "ServedSpec",
     "check_prompt_format",
+    "is_served",
+    "load_checkpoint",
     "load_pair",
     "load_verifier",
+    "parse_spec",
     "render_messages",
     "render_prompts",
 ]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,13 +23,9 @@ from eraudit_core.errors import InputError
 from eraudit_core.types import Query, QueryScore
 from eraudit_core.verifier._hf_files import check_adapter_dir, dir_digest, resolve_device_dtype
 from eraudit_core.verifier._hf_models import LoadedBase, load_base
-from eraudit_core.verifier._prompts import render_prompts
+from eraudit_core.verifier._prompts import PROBE, render_prompts
 from eraudit_core.verifier._spec import CheckpointSpec
-
-log = logging.getLogger(__name__)
-
-
-_PROBE = Query("probe", "Which colour is the sky on a clear day?", "Blue", "Green")
+from eraudit_core.verifier._tokenizer import apply_chat, check_labels, encode, label_token_ids
 
 
 def load(
@@ -278,9 +273,7 @@ class HFVerifier:
         self.batch_size = batch_size
         self._memo: dict[str, QueryScore] = {}
         tok = base.tokenizer
-        self._label_ids = [
-            list(tok(" " + label, add_special_tokens=False).input_ids) for label in labels
-        ]
+        self._label_ids = label_token_ids(tok, labels)
         self._pad_id = int(
             tok.pad_token_id
             if tok.pad_token_id is not None
@@ -351,13 +344,7 @@ class HFVerifier:
 
     # -- prompts --------------------------------------------------------------------------
     def _chat(self, message: str) -> str:
-        tok = self._base.tokenizer
-        if self._chat_template is None:
-            return message
-        text = tok.apply_chat_template(
-            [{"role": "user", "content": message}], tokenize=False, add_generation_prompt=True
-        )
-        return str(text)
+        return apply_chat(self._base.tokenizer, message)
 
     def render(self, query: Query) -> tuple[str, str]:
         """The exact texts the model continues (true as A, true as B)."""
@@ -366,9 +353,8 @@ class HFVerifier:
         )
 
     def _encode(self, queries: Sequence[Query]) -> list[list[list[int]]]:
-        texts = [t for q in queries for t in self.render(q)]
-        ids = self._base.tokenizer(texts, add_special_tokens=False).input_ids
-        return [[list(ids[2 * i]), list(ids[2 * i + 1])] for i in range(len(queries))]
+        ids = encode(self._base.tokenizer, [t for q in queries for t in self.render(q)])
+        return [[ids[2 * i], ids[2 * i + 1]] for i in range(len(queries))]
 
     # -- model ----------------------------------------------------------------------------
     def _activate(self) -> Any:
@@ -429,28 +415,7 @@ class HFVerifier:
     # -- checks ---------------------------------------------------------------------------
     def run_load_checks(self) -> None:
         """Labels tokenise cleanly after the prefix; a probe prompt gives finite logits."""
-        tok = self._base.tokenizer
-        for label, ids in zip(self.labels, self._label_ids, strict=True):
-            if not ids:
-                raise InputError(f"checkpoint {self.name}: label {label!r} encodes to no token")
-            if len(ids) > 1:
-                log.warning(
-                    "checkpoint %s: label %r is %d tokens; their log-probabilities are summed",
-                    self.name,
-                    label,
-                    len(ids),
-                )
-        if self._label_ids[0] == self._label_ids[1]:
-            raise InputError(f"checkpoint {self.name}: labels {self.labels} encode identically")
-        text = self.render(_PROBE)[0]
-        prompt_ids = list(tok(text, add_special_tokens=False).input_ids)
-        for label, ids in zip(self.labels, self._label_ids, strict=True):
-            joined = list(tok(text + " " + label, add_special_tokens=False).input_ids)
-            if joined != prompt_ids + ids:
-                raise InputError(
-                    f"checkpoint {self.name}: label {label!r} does not tokenise as a clean "
-                    f"continuation of the answer prefix {self.prefix!r} (prompt+label gives "
-                    f"{joined[-4:]}, expected ...{(prompt_ids + ids)[-4:]}); change the prefix "
-                    "or the labels"
-                )
-        self.label_logprobs([_PROBE])  # raises on NaN / inf
+        check_labels(
+            self._base.tokenizer, self.name, self.labels, self._label_ids, self.render(PROBE)[0]
+        )
+        self.label_logprobs([PROBE])  # raises on NaN / inf

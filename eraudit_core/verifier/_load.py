@@ -1,8 +1,9 @@
 """Verifier checkpoints: which model answers the binary questions, and how it is asked.
 
-DESIGN.md §3. A checkpoint is named by a `CheckpointSpec` (the demo models, a directory, a GGUF
-file, or a base plus a PEFT adapter); `load_verifier` / `load_pair` return objects implementing
-`eraudit_core.types.Verifier`. This module stays light: torch and transformers are imported only
+DESIGN.md §3. A local checkpoint is named by a `CheckpointSpec` (the demo models, a directory, a
+GGUF file, or a base plus a PEFT adapter), a served one by a `ServedSpec` (an OpenAI-compatible
+server's URL, model name and a local tokenizer). `load_checkpoint` / `load_pair` take either and
+return objects implementing `eraudit_core.types.Verifier`; `load_verifier` is the local backend. This module stays light: torch and transformers are imported only
 when a model is actually loaded, so the CLI and the dashboard start fast.
 
 The one place that renders prompts is `render_prompts`; the backend applies the chat template to
@@ -11,7 +12,7 @@ its output through the same function, so what the dashboard shows is what the mo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from eraudit_core.errors import InputError
 from eraudit_core.verifier._prompts import (
@@ -20,10 +21,12 @@ from eraudit_core.verifier._prompts import (
     DEFAULT_TEMPLATE,
     check_prompt_format,
 )
+from eraudit_core.verifier._served_spec import ServedSpec, is_served, parse_spec
 from eraudit_core.verifier._spec import CheckpointSpec, as_spec
 
 if TYPE_CHECKING:
     from eraudit_core.verifier._hf_verifier import HFVerifier
+    from eraudit_core.verifier._served import ServedVerifier
 
 
 def load_verifier(
@@ -46,6 +49,11 @@ def load_verifier(
     """
     from eraudit_core.verifier import _hf_verifier
 
+    if isinstance(spec, str) and is_served(spec):
+        raise InputError(
+            f"checkpoint {spec!r}: a served checkpoint; load it with load_checkpoint (this "
+            "function loads local models)"
+        )
     check_prompt_format(template, prefix, labels)
     if batch_size < 1:
         raise InputError(f"batch_size: must be at least 1, got {batch_size}")
@@ -62,10 +70,44 @@ def load_verifier(
     )
 
 
+@overload
+def load_checkpoint(spec: CheckpointSpec, **kwargs: Any) -> HFVerifier: ...
+@overload
+def load_checkpoint(spec: ServedSpec, **kwargs: Any) -> ServedVerifier: ...
+@overload
+def load_checkpoint(spec: str, **kwargs: Any) -> HFVerifier | ServedVerifier: ...
+def load_checkpoint(
+    spec: CheckpointSpec | ServedSpec | str, **kwargs: Any
+) -> HFVerifier | ServedVerifier:
+    """Any checkpoint spec, local or served, as a verifier (one way in for the CLI, the
+    dashboard and runs). A served checkpoint takes template/prefix/labels and
+    trust_remote_code (for its tokenizer); device, dtype, batch_size and share_base concern
+    local models only and are ignored for it."""
+    parsed = parse_spec(spec)
+    if isinstance(parsed, CheckpointSpec):
+        return load_verifier(parsed, **kwargs)
+    from eraudit_core.verifier._served import load_served
+
+    template = kwargs.get("template", DEFAULT_TEMPLATE)
+    prefix = kwargs.get("prefix", DEFAULT_PREFIX)
+    labels = tuple(kwargs.get("labels", DEFAULT_LABELS))
+    check_prompt_format(template, prefix, labels)  # type: ignore[arg-type]
+    return load_served(
+        parsed,
+        template=template,
+        prefix=prefix,
+        labels=labels,  # type: ignore[arg-type]
+        trust_remote_code=bool(kwargs.get("trust_remote_code", False)),
+    )
+
+
 def load_pair(
-    pre_spec: CheckpointSpec | str, post_spec: CheckpointSpec | str, **kwargs: Any
-) -> tuple[HFVerifier, HFVerifier]:
-    """The pre- and post-adaptation verifiers; one base model in memory when they share it."""
-    pre = load_verifier(pre_spec, **kwargs)
-    post = load_verifier(post_spec, **kwargs)
+    pre_spec: CheckpointSpec | ServedSpec | str,
+    post_spec: CheckpointSpec | ServedSpec | str,
+    **kwargs: Any,
+) -> tuple[HFVerifier | ServedVerifier, HFVerifier | ServedVerifier]:
+    """The pre- and post-adaptation verifiers (local or served; they may be on different
+    servers); one base model in memory when two local ones share it."""
+    pre = load_checkpoint(parse_spec(pre_spec), **kwargs)
+    post = load_checkpoint(parse_spec(post_spec), **kwargs)
     return pre, post

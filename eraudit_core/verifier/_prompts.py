@@ -23,6 +23,8 @@ DEFAULT_PREFIX = "Answer:"
 DEFAULT_LABELS = ("A", "B")
 TEMPLATE_FIELDS = frozenset({"question", "option_a", "option_b", "label_a", "label_b"})
 REQUIRED_FIELDS = frozenset({"question", "option_a", "option_b"})
+# The fixed question every load check asks; a served checkpoint's probe log-probs come from it.
+PROBE = Query("probe", "Which colour is the sky on a clear day?", "Blue", "Green")
 
 
 def check_prompt_format(

@@ -36,6 +36,12 @@ class CheckpointSpec:
         text = text.strip()
         if not text:
             raise InputError("checkpoint: empty checkpoint spec")
+        if text.startswith(("http://", "https://")):
+            raise InputError(
+                f"checkpoint {text!r}: a served checkpoint (a URL) cannot be used where a local "
+                "model is needed; local specs are demo:base|honest|adversarial, a directory, a "
+                ".gguf file or BASE+ADAPTER"
+            )
         if text.startswith("demo:"):
             arm = text.removeprefix("demo:")
             if arm == "base":

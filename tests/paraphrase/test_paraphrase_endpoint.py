@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from _loopback import Loopback, QuietHandler
 
 from eraudit_core.errors import InputError
 from eraudit_core.paraphrase import create_generator
@@ -32,37 +31,20 @@ class FakeServer:
         self.headers: list[dict[str, str]] = []
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:  # noqa: N802 - http.server API
-                length = int(self.headers.get("Content-Length", 0))
-                outer.requests.append(json.loads(self.rfile.read(length)))
+                outer.requests.append(self.read_json())
                 outer.headers.append(dict(self.headers))
                 status, body, delay = outer.script.pop(0) if outer.script else (500, "", 0.0)
                 if delay:
                     time.sleep(delay)
-                raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-                try:
-                    self.send_response(status)
-                    if status == 429:
-                        self.send_header("Retry-After", "0")
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(raw)))
-                    self.end_headers()
-                    self.wfile.write(raw)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
+                self.send_json(status, body, {"Retry-After": "0"} if status == 429 else None)
 
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
+        self._server = Loopback(Handler)
+        self.url = self._server.url
 
     def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self._server.close()
 
 
 def chat(content: str) -> dict[str, Any]:

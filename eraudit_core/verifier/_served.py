@@ -1,0 +1,647 @@
+"""A checkpoint served by an OpenAI-compatible server (vLLM, llama-cpp-python) as a verifier.
+
+Prompts are rendered and encoded locally with the spec's tokenizer, exactly as the local
+backend does (DESIGN.md §3), and sent as token ids where the server takes them (vLLM) or as
+text where it does not (llama-cpp-python), after checking once per checkpoint that the
+server's tokenizer gives the same ids. Label log-probabilities are exact, never guessed: read
+from the next-token top-k when a label is in it, else from the prompt log-probs of prompt +
+label (`_served_wire`). Many requests are in flight at once (`concurrency`), and the questions
+of one `score` call are scored together.
+
+Identity (`fingerprint`): the server URL, the served model name and the path it reports, the
+tokenizer digest, the chat template, the prompt template, answer prefix and labels, and an
+optional `revision`. The same URL and name can serve other weights after a restart, so every
+load also scores a fixed probe question; its log-probs are stored when the checkpoint is first
+registered and compared on every later load (`check_registration`): a server that now answers
+differently is refused before any cached score is reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from eraudit_core.errors import IncompleteScores, InputError
+from eraudit_core.openai_http import EndpointError, OpenAIClient
+from eraudit_core.types import Query, QueryScore
+from eraudit_core.verifier import _served_wire as wire
+from eraudit_core.verifier._prompts import PROBE, render_prompts
+from eraudit_core.verifier._served_spec import ServedSpec
+from eraudit_core.verifier._tokenizer import (
+    LocalTokenizer,
+    apply_chat,
+    check_labels,
+    encode,
+    label_token_ids,
+    load_tokenizer,
+)
+
+log = logging.getLogger(__name__)
+
+# Largest |probe log-prob difference| (nats) accepted between a load and the registration.
+# llama.cpp shifts a label log-prob by up to 0.08 nats depending on what its KV cache held
+# (measured here); the demo's adapted arms differ from the base by 1.3-4.6 nats on the probe.
+PROBE_TOLERANCE_NATS = 0.1
+# Largest |difference| between a label's prompt log-prob and its next-token log-prob on the
+# probe: a misaligned echo (llama-cpp-python without a leading BOS) is off by nats, not this.
+ALIGNMENT_TOLERANCE_NATS = 0.05
+ORDERS = ("AB", "BA")
+# How servers refuse a request they cannot parse (token-id prompts on llama-cpp-python: 500).
+REFUSAL_STATUS = frozenset({400, 415, 422, 500})
+
+
+@dataclass
+class _ServerFacts:
+    """What one load learnt about the server (cached per process and checkpoint)."""
+
+    cards: list[str]
+    root: str | None
+    max_model_len: int | None
+    token_ids: bool
+    id_keys: bool
+    tokenize_route: str | None
+    prompt_dialect: str
+    alignment_gap: float | None
+    checked_at: float = field(default_factory=time.time)
+
+
+_FACTS: dict[tuple[str, str, str], _ServerFacts] = {}
+_VOCAB_TEXTS: dict[str, list[str]] = {}
+_FACTS_LOCK = threading.Lock()
+
+
+class ServedVerifier:
+    """Implements `types.Verifier` over HTTP; `connect()` runs the checks and the probe."""
+
+    io_bound = True  # the engine may score pre and post at the same time
+
+    def __init__(
+        self,
+        spec: ServedSpec,
+        tokenizer: LocalTokenizer,
+        template: str,
+        prefix: str,
+        labels: tuple[str, str],
+    ) -> None:
+        self.spec = spec
+        self.template = template
+        self.prefix = prefix
+        self.labels = labels
+        self._tok = tokenizer
+        self._label_ids = label_token_ids(tokenizer.tokenizer, labels)
+        self._label_pieces = [
+            [str(tokenizer.tokenizer.decode([t])) for t in ids] for ids in self._label_ids
+        ]
+        self._label_texts: list[str | None] | None = None
+        self._client = OpenAIClient(
+            spec.base_url,
+            api_key_env=spec.api_key_env,
+            timeout_s=spec.timeout,
+            max_retries=spec.retries,
+            max_connections=spec.concurrency,
+            what=f"served checkpoint {spec.base_url}#{spec.model}",
+        )
+        self._pool = ThreadPoolExecutor(spec.concurrency, thread_name_prefix="served")
+        self._facts: _ServerFacts | None = None
+        self._fingerprint = ""
+        self.probe_logprobs: tuple[float, float, float, float] | None = None
+        self.probe_seconds = 0.0
+        self._memo: dict[str, QueryScore] = {}
+        self._orders: dict[tuple[str, int], tuple[float, float]] = {}
+        self._lock = threading.Lock()
+        self._prompts_done = 0
+        self._fallbacks = 0
+
+    # -- identity -------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.spec.text
+
+    @property
+    def fingerprint(self) -> str:
+        if not self._fingerprint:
+            raise RuntimeError(f"served checkpoint {self.name}: connect() first")
+        return self._fingerprint
+
+    def _make_fingerprint(self) -> str:
+        facts = self._require_facts()
+        payload = {
+            "kind": "served",
+            "base_url": self.spec.base_url,
+            "model": self.spec.model,
+            "root": facts.root,
+            "revision": self.spec.revision,
+            "tokenizer": self._tok.digest,
+            "chat_template": self._tok.chat_template,
+            "template": self.template,
+            "prefix": self.prefix,
+            "labels": list(self.labels),
+        }
+        text = json.dumps(payload, sort_keys=True, ensure_ascii=False)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+    def describe(self) -> dict[str, Any]:
+        facts = self._require_facts()
+        return {
+            "name": self.name,
+            "spec": self.spec.text,
+            "kind": "served",
+            "base_url": self.spec.base_url,
+            "model": self.spec.model,
+            "served_root": facts.root,
+            "max_model_len": facts.max_model_len,
+            "tokenizer": self._tok.spec.text,
+            "tokenizer_source": self._tok.source,
+            "api_key_env": self.spec.api_key_env,
+            "prompts_sent_as": "token ids" if facts.token_ids else "text",
+            "tokenization_checked_with": facts.tokenize_route,
+            "label_logprobs": (
+                "next-token top-k when both labels are in it, else "
+                if self.spec.method == "auto" and self._single_token_labels
+                else ""
+            )
+            + f"prompt log-probs ({facts.prompt_dialect})",
+            "echo_alignment_gap_nats": facts.alignment_gap,
+            "concurrency": self.spec.concurrency,
+            "template": self.template,
+            "prefix": self.prefix,
+            "labels": list(self.labels),
+            "label_tokens": self._label_ids,
+            "label_handling": (
+                "single token each"
+                if self._single_token_labels
+                else "several tokens: log-probabilities summed"
+            ),
+            "chat_template": self._tok.chat_template is not None,
+            "probe": {
+                "query": PROBE.question,
+                "logprobs": list(self.probe_logprobs or ()),
+                "tolerance_nats": PROBE_TOLERANCE_NATS,
+                "seconds": round(self.probe_seconds, 3),
+            },
+            "fingerprint": self.fingerprint,
+        }
+
+    def check_registration(self, registered: Mapping[str, Any], registered_at: Any = None) -> None:
+        """Refuse when the probe now answers differently from when this fingerprint was
+        registered: the server runs other weights under the same name, and cached scores
+        would be wrong for it."""
+        before = (registered.get("probe") or {}).get("logprobs") or []
+        now = list(self.probe_logprobs or ())
+        if len(before) != 4 or len(now) != 4:
+            return
+        gap = _gap(before, now)
+        if gap > PROBE_TOLERANCE_NATS:
+            when = f" on {registered_at}" if registered_at is not None else ""
+            raise InputError(
+                f"checkpoint {self.name}: the server at {self.spec.base_url} now serves "
+                f"different weights under {self.spec.model!r} than when fingerprint "
+                f"{self.fingerprint} was registered{when}: the probe question's label "
+                f"log-probs moved by {gap:.3f} nats (tolerance {PROBE_TOLERANCE_NATS}; "
+                f"registered {_fmt(before)}, now {_fmt(now)}). Its cached scores belong to the "
+                "old weights. If the weights changed on purpose, add ;revision=NAME to the spec "
+                "to start a new cache."
+            )
+
+    def traffic(self) -> dict[str, int]:
+        """Requests in flight and cumulative counts (for the live panel)."""
+        t = self._client.traffic()
+        with self._lock:
+            prompts, fallbacks = self._prompts_done, self._fallbacks
+        return {
+            "in_flight": t.in_flight,
+            "requests": t.requests,
+            "retries": t.retries,
+            "failures": t.failures,
+            "prompts": prompts,
+            "fallbacks": fallbacks,
+        }
+
+    # -- prompts --------------------------------------------------------------------------
+    @property
+    def _single_token_labels(self) -> bool:
+        return all(len(ids) == 1 for ids in self._label_ids)
+
+    def render(self, query: Query) -> tuple[str, str]:
+        tok = self._tok.tokenizer
+        return render_prompts(
+            query, self.template, self.prefix, chat=lambda m: apply_chat(tok, m), labels=self.labels
+        )
+
+    def _require_facts(self) -> _ServerFacts:
+        if self._facts is None:
+            raise RuntimeError(f"served checkpoint {self.name}: connect() first")
+        return self._facts
+
+    # -- connecting -----------------------------------------------------------------------
+    def connect(self) -> None:
+        """Check the server (model name, prompts, tokenization, log-prob dialect) and score
+        the probe. Facts about the server are checked once per process; the probe every time."""
+        where = f"served checkpoint {self.name}"
+        probe_text = self.render(PROBE)
+        check_labels(self._tok.tokenizer, where, self.labels, self._label_ids, probe_text[0])
+        key = (self.spec.base_url, self.spec.model, self._tok.digest)
+        with _FACTS_LOCK:
+            facts = _FACTS.get(key)
+        cards = self._models(where)
+        card = next((c for c in cards if c["id"] == self.spec.model), None)
+        if card is None:
+            names = ", ".join(repr(c["id"]) for c in cards) or "none"
+            raise InputError(
+                f"{where}: the server serves {names}, not {self.spec.model!r} (llama.cpp would "
+                "silently answer with its own model, so the name is checked here); give one of "
+                "the served names after '#'"
+            )
+        root = card.get("root") if isinstance(card.get("root"), str) else None
+        if facts is None or facts.root != root:
+            facts = self._learn(where, card, probe_text)
+            with _FACTS_LOCK:
+                _FACTS[key] = facts
+        self._facts = facts
+        self._fingerprint = self._make_fingerprint()
+        if not facts.id_keys and self._label_texts is None:
+            self._label_texts = self._unambiguous_label_texts()
+        t0 = time.monotonic()
+        self._cold_request()
+        got, error = self._score_prompts([(PROBE, 0), (PROBE, 1)], probe_text)
+        if error is not None:
+            raise error
+        lp = [got[0], got[1]]
+        self.probe_seconds = time.monotonic() - t0
+        probe = (lp[0][0], lp[0][1], lp[1][0], lp[1][1])
+        if (
+            self.probe_logprobs is not None
+            and _gap(self.probe_logprobs, probe) > PROBE_TOLERANCE_NATS
+        ):
+            self._memo.clear()  # the server changed under us: forget what it answered before
+            self._orders.clear()
+        self.probe_logprobs = probe
+
+    def _models(self, where: str) -> list[Mapping[str, Any]]:
+        return wire.model_cards(self._client.get("/models", what="list the served models"), where)
+
+    def _cold_request(self) -> None:
+        """One unrelated one-token request, so the probe never extends what the server's
+        cache last held (llama.cpp's answers shift slightly when a prompt is a prefix of the
+        previous one)."""
+        text = "\n"
+        prompt = self._prompt_for(encode(self._tok.tokenizer, [text])[0], text)
+        body = {"model": self.spec.model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0}
+        self._client.post("/completions", body, what="a cold-cache request before the probe")
+
+    def _learn(
+        self, where: str, card: Mapping[str, Any], probe_text: tuple[str, str]
+    ) -> _ServerFacts:
+        tok = self._tok.tokenizer
+        ids = encode(tok, [probe_text[0]])[0]
+        max_len = card.get("max_model_len")
+        max_len = int(max_len) if isinstance(max_len, int) else None
+        # Token-id prompts: vLLM takes them; llama-cpp-python refuses them with a 500.
+        token_ids = True
+        body = wire.next_token_body(self.spec.model, ids, self.spec.top_k)
+        what = "the probe prompt as token ids"
+        try:
+            try:  # one attempt: a refusal (llama-cpp-python answers 500) must not be retried
+                reply = self._client.post("/completions", body, retries=0, what=what)
+            except EndpointError as exc:
+                if exc.status in REFUSAL_STATUS:
+                    raise
+                reply = self._client.post("/completions", body, what=what)  # busy: retry
+            top = wire.top_logprobs(reply, where)
+            if wire.prompt_tokens(reply) not in (None, len(ids)):
+                token_ids = False
+        except EndpointError as exc:
+            if exc.status not in REFUSAL_STATUS:
+                raise
+            token_ids = False
+        route = None
+        if not token_ids:
+            route = self._check_tokenization(
+                where, [*probe_text, probe_text[0] + " " + self.labels[0]]
+            )
+            reply = self._client.post(
+                "/completions",
+                wire.next_token_body(self.spec.model, probe_text[0], self.spec.top_k),
+                what="the probe prompt as text",
+            )
+            top = wire.top_logprobs(reply, where)
+        id_keys = wire.keyed_by_id(top)
+        if not id_keys:
+            self._label_texts = self._unambiguous_label_texts()
+        facts = _ServerFacts(
+            cards=[str(card["id"])],
+            root=card.get("root") if isinstance(card.get("root"), str) else None,
+            max_model_len=max_len,
+            token_ids=token_ids,
+            id_keys=id_keys,
+            tokenize_route=route,
+            prompt_dialect="",
+            alignment_gap=None,
+        )
+        self._facts = facts
+        # Prompt log-probs of probe + one token: which dialect answers, and is it aligned with
+        # the next-token values? The token is a label when one is in the top-k, else the top-1.
+        ref = self._reference_token(top, probe_text[0])
+        if ref is None:
+            raise InputError(
+                f"{where}: no token of the probe's top-{self.spec.top_k} can be identified "
+                "(neither label is in it and the top token's text is ambiguous), so the prompt "
+                "log-probs cannot be checked for alignment; raise top_k"
+            )
+        cont_ids, cont_text, pieces, expected, shown = ref
+        value, dialect = self._continuation_logprob(
+            ids, cont_ids, probe_text[0] + cont_text, pieces, f"{where} (probe + {shown!r})"
+        )
+        facts.prompt_dialect = dialect
+        facts.alignment_gap = abs(value - expected)
+        if facts.alignment_gap > ALIGNMENT_TOLERANCE_NATS:
+            raise InputError(
+                f"{where}: the server's prompt log-probs ({dialect}) are misaligned: token "
+                f"{shown!r} after the probe prompt reads {value:.4f} there but {expected:.4f} as "
+                f"the next token (gap {facts.alignment_gap:.3f} nats > "
+                f"{ALIGNMENT_TOLERANCE_NATS}). llama-cpp-python's echo is aligned only when the "
+                "prompt starts with the BOS token; use another server or chat template"
+            )
+        return facts
+
+    def _reference_token(
+        self, top: Mapping[str, float], prompt_text: str
+    ) -> tuple[list[int], str, list[str], float, str] | None:
+        """(token ids, text, echoed pieces, next-token log-prob, name) of a continuation whose
+        next-token log-prob the top-k gives exactly: a label if present, else the top token."""
+        in_top = wire.labels_in_top(top, self._label_ids, self._texts())
+        for li, value in enumerate(in_top):
+            if value is not None:
+                label = self._label_ids[li]
+                return label, " " + self.labels[li], self._label_pieces[li], value, self.labels[li]
+        key = max(top, key=lambda k: top[k])
+        if key.startswith("token_id:"):
+            tid = int(key.removeprefix("token_id:"))
+        else:
+            matches = [i for i, t in enumerate(self._vocab_texts()) if t == key]
+            if len(matches) != 1:
+                return None
+            tid = matches[0]
+        piece = str(self._tok.tokenizer.decode([tid]))
+        return [tid], piece, [piece], top[key], piece
+
+    def _check_tokenization(self, where: str, texts: Sequence[str]) -> str:
+        """The server's tokenization of `texts` equals the local one (first difference named)."""
+        tok = self._tok.tokenizer
+        local = encode(tok, texts)
+        attempts = (
+            ("/extras/tokenize", lambda t: {"input": t, "model": self.spec.model}),
+            (
+                "/tokenize",
+                lambda t: {"model": self.spec.model, "prompt": t, "add_special_tokens": False},
+            ),
+        )
+        for route, body in attempts:
+            try:
+                served = [
+                    wire.tokens_field(
+                        self._client.post(route, body(t), root=True, retries=0, what="tokenize"),
+                        where,
+                    )
+                    for t in texts
+                ]
+            except EndpointError as exc:
+                if "HTTP 404" in str(exc) or "HTTP 405" in str(exc):
+                    continue
+                raise
+            for text, mine, theirs in zip(texts, local, served, strict=True):
+                if mine != theirs:
+                    i = next(
+                        (k for k, (a, b) in enumerate(zip(mine, theirs, strict=False)) if a != b),
+                        min(len(mine), len(theirs)),
+                    )
+                    show = tok.convert_ids_to_tokens
+                    raise InputError(
+                        f"{where}: the server tokenises the prompts differently from tokenizer="
+                        f"{self._tok.spec.text}: first difference at token {i} of "
+                        f"{text[:60]!r}...: server "
+                        f"{theirs[i] if i < len(theirs) else 'end'} "
+                        f"({show(theirs[i]) if i < len(theirs) else ''!r}), local "
+                        f"{mine[i] if i < len(mine) else 'end'} "
+                        f"({show(mine[i]) if i < len(mine) else ''!r}); server {len(theirs)} "
+                        f"tokens, local {len(mine)}. Name the served model's own tokenizer."
+                    )
+            return route
+        raise InputError(
+            f"{where}: the server takes no token-id prompts and has no tokenize route "
+            "(/extras/tokenize or /tokenize), so its tokenization cannot be checked"
+        )
+
+    def _vocab_texts(self) -> list[str]:
+        """The text of every token of the vocabulary (how string-keyed top-k lists name them)."""
+        digest = self._tok.digest
+        if digest not in _VOCAB_TEXTS:
+            tok = self._tok.tokenizer
+            _VOCAB_TEXTS[digest] = [
+                str(t) for t in tok.batch_decode([[i] for i in range(len(tok))])
+            ]
+        return _VOCAB_TEXTS[digest]
+
+    def _unambiguous_label_texts(self) -> list[str | None]:
+        """Each single-token label's text when no other token decodes to the same text."""
+        decoded = self._vocab_texts()
+        out: list[str | None] = []
+        for ids in self._label_ids:
+            if len(ids) != 1:
+                out.append(None)
+                continue
+            text = decoded[ids[0]]
+            clashes = [i for i, d in enumerate(decoded) if d == text and i != ids[0]]
+            if clashes:
+                log.warning(
+                    "label token %d decodes to %r like token(s) %s; read by prompt log-probs",
+                    ids[0],
+                    text,
+                    clashes[:3],
+                )
+            out.append(None if clashes else text)
+        return out
+
+    # -- scoring --------------------------------------------------------------------------
+    def _texts(self) -> list[str | None]:
+        return self._label_texts if self._label_texts is not None else [None, None]
+
+    def _prompt_for(self, ids: list[int], text: str) -> wire.Prompt:
+        return ids if self._require_facts().token_ids else text
+
+    def _check_count(self, reply: Any, expected: int, where: str) -> None:
+        got = wire.prompt_tokens(reply)
+        if got is not None and got != expected:
+            raise InputError(
+                f"{where}: the server evaluated {got} prompt tokens where the local tokenizer "
+                f"has {expected}: it tokenises this prompt differently (or adds a BOS token)"
+            )
+
+    def _check_length(self, n: int, where: str) -> None:
+        limit = self._require_facts().max_model_len
+        if limit is not None and n + 1 > limit:
+            raise InputError(
+                f"{where}: the prompt is {n} tokens; with the one generated token it exceeds "
+                f"the server's context of {limit} tokens"
+            )
+
+    def _next_token(self, ids: list[int], text: str, where: str) -> list[float | None]:
+        self._check_length(len(ids), where)
+        reply = self._client.post(
+            "/completions",
+            wire.next_token_body(self.spec.model, self._prompt_for(ids, text), self.spec.top_k),
+            what=where,
+        )
+        self._check_count(reply, len(ids), where)
+        return wire.labels_in_top(wire.top_logprobs(reply, where), self._label_ids, self._texts())
+
+    def _continuation_logprob(
+        self, ids: list[int], cont: list[int], full_text: str, pieces: list[str], where: str
+    ) -> tuple[float, str]:
+        """Summed prompt log-prob of the `cont` tokens after `ids` (and the dialect used)."""
+        full = ids + cont
+        self._check_length(len(full), where)
+        prompt = full if self._require_facts().token_ids else full_text
+        reply = self._client.post(
+            "/completions", wire.prompt_logprob_body(self.spec.model, prompt), what=where
+        )
+        self._check_count(reply, len(full), where)
+        return wire.read_prompt_logprobs(reply, len(ids), cont, pieces, where)
+
+    def _prompt_logprob(self, ids: list[int], li: int, text: str, where: str) -> float:
+        label_text = text + " " + self.labels[li]
+        value, _ = self._continuation_logprob(
+            ids, self._label_ids[li], label_text, self._label_pieces[li], where
+        )
+        return value
+
+    def _one_prompt(self, ids: list[int], text: str, where: str) -> tuple[float, float]:
+        """(l_A, l_B) for one rendered prompt: top-k first, prompt log-probs for the rest."""
+        values: list[float | None] = [None, None]
+        if self.spec.method == "auto" and self._single_token_labels:
+            values = self._next_token(ids, text, where)
+        for li in range(2):
+            if values[li] is None:
+                values[li] = self._prompt_logprob(ids, li, text, f"{where}, label {li}")
+                with self._lock:
+                    self._fallbacks += 1
+        with self._lock:
+            self._prompts_done += 1
+        return float(values[0]), float(values[1])  # type: ignore[arg-type]
+
+    def _score_prompts(
+        self, jobs: Sequence[tuple[Query, int]], texts: Sequence[str]
+    ) -> tuple[dict[int, tuple[float, float]], BaseException | None]:
+        """(l_A, l_B) for each (query, order) job that finished, all in flight together; on a
+        failure no new request is sent, those already sent finish, and the first error is
+        returned with them."""
+        ids = encode(self._tok.tokenizer, texts)
+        futures: dict[Future[tuple[float, float]], int] = {}
+        for j, ((q, order), text) in enumerate(zip(jobs, texts, strict=True)):
+            where = f"pair {q.pair_id} order {ORDERS[order]} ({len(ids[j])} tokens)"
+            futures[self._pool.submit(self._one_prompt, ids[j], text, where)] = j
+        out: dict[int, tuple[float, float]] = {}
+        error: BaseException | None = None
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                try:
+                    out[futures[fut]] = fut.result()
+                except BaseException as exc:  # stop sending more; keep what finishes
+                    if error is None:
+                        error = exc
+                        for other in pending:
+                            other.cancel()
+        return out, error
+
+    def score(self, queries: Sequence[Query]) -> list[QueryScore]:
+        """Scores in the order given; every prompt of the call is in flight together (up to
+        `concurrency`). On a failure, `IncompleteScores` carries the queries that did finish."""
+        from eraudit_core.verifier._hf_verifier import scores_from_logprobs
+
+        keys = [q.prompt_hash for q in queries]
+        todo: dict[str, Query] = {}
+        for k, q in zip(keys, queries, strict=True):
+            if k not in self._memo and k not in todo:
+                todo[k] = q
+        jobs = [
+            (q, o) for q in todo.values() for o in (0, 1) if (q.prompt_hash, o) not in self._orders
+        ]
+        texts = [self.render(q)[o] for q, o in jobs]
+        got, error = self._score_prompts(jobs, texts)
+        for j, values in got.items():
+            q, o = jobs[j]
+            self._orders[(q.prompt_hash, o)] = values
+        import torch
+
+        complete = [
+            (k, q) for k, q in todo.items() if (k, 0) in self._orders and (k, 1) in self._orders
+        ]
+        if complete:
+            lp = torch.tensor(
+                [[self._orders[(k, 0)], self._orders[(k, 1)]] for k, _ in complete],
+                dtype=torch.float32,
+            )
+            for (k, _), s in zip(complete, scores_from_logprobs(lp), strict=True):
+                self._memo[k] = s
+        if error is not None:
+            done = {i: self._memo[k] for i, k in enumerate(keys) if k in self._memo}
+            raise IncompleteScores(
+                f"served checkpoint {self.name}: {len(done)} of {len(keys)} questions scored "
+                f"before a request failed: {error}",
+                done,
+            ) from error
+        return [self._memo[k] for k in keys]
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._client.close()
+
+
+def _gap(a: Sequence[Any], b: Sequence[Any]) -> float:
+    return max(abs(float(x) - float(y)) for x, y in zip(a, b, strict=True))
+
+
+def _fmt(values: Sequence[Any]) -> str:
+    return "[" + ", ".join(f"{float(v):.4f}" for v in values) + "]"
+
+
+_VERIFIERS: dict[tuple[Any, ...], ServedVerifier] = {}
+_VERIFIERS_LOCK = threading.Lock()
+
+
+def load_served(
+    spec: ServedSpec,
+    *,
+    template: str,
+    prefix: str,
+    labels: tuple[str, str],
+    trust_remote_code: bool = False,
+) -> ServedVerifier:
+    """A connected served verifier (one object per process and spec, so what it has scored
+    is not asked again); every call re-runs the probe against the server."""
+    if spec.api_key_env:
+        import os
+
+        if not os.environ.get(spec.api_key_env):
+            raise InputError(
+                f"served checkpoint {spec.text}: the environment variable {spec.api_key_env} "
+                "(named by api_key_env) is not set"
+            )
+    key = (spec.text, template, prefix, labels)
+    with _VERIFIERS_LOCK:
+        verifier = _VERIFIERS.get(key)
+        if verifier is None:
+            tokenizer = load_tokenizer(spec.tokenizer_spec, trust_remote_code)
+            verifier = ServedVerifier(spec, tokenizer, template, prefix, labels)
+            _VERIFIERS[key] = verifier
+    verifier.connect()
+    return verifier

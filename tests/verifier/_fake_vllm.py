@@ -1,0 +1,198 @@
+"""A loopback server that speaks vLLM's completions protocol over a made-up, exact "model".
+
+Why: vLLM needs a GPU, so the token-id prompts, `prompt_logprobs` keyed by token id and
+`return_tokens_as_token_ids` top-k keys (fields of vLLM's CompletionRequest / CompletionResponse,
+vllm/entrypoints/openai/completion/protocol.py) are exercised here against a server whose every
+log-probability is known exactly: the next-token distribution after a prefix is the
+log-softmax of normal draws seeded by a hash of the prefix. The real-server tests run against
+llama-cpp-python's server (tests/verifier/test_served_llama.py).
+
+Faults on demand (`mode`): "garbage" answers 200 with non-completion JSON, "html" answers
+200 with HTML, "no_prompt_logprobs" ignores prompt_logprobs and echo, "down" answers 503 to
+every completion; `busy_next = n` answers the next n completions with 429 + Retry-After: 1.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from _loopback import Loopback, QuietHandler
+
+
+class ExactModel:
+    """log p(token | prefix) for a vocabulary of `vocab` tokens, deterministic per prefix."""
+
+    def __init__(self, vocab: int, salt: str = "m1") -> None:
+        self.vocab = vocab
+        self.salt = salt
+
+    def logprobs(self, prefix: Sequence[int]) -> np.ndarray:
+        seed = hashlib.sha256((self.salt + json.dumps(list(prefix))).encode()).digest()
+        rng = np.random.default_rng(int.from_bytes(seed[:8], "little"))
+        logits = rng.normal(0.0, 2.0, self.vocab)
+        logits -= logits.max()
+        return logits - np.log(np.exp(logits).sum())
+
+    def label_logprob(self, prompt: Sequence[int], label: Sequence[int]) -> float:
+        total = 0.0
+        for i, tok in enumerate(label):
+            total += float(self.logprobs(list(prompt) + list(label[:i]))[tok])
+        return total
+
+
+class FakeVLLM:
+    """A threaded HTTP server on 127.0.0.1 serving `model` under `name`."""
+
+    def __init__(
+        self,
+        tokenizer: Any,
+        model: ExactModel,
+        name: str = "fake-model",
+        max_model_len: int = 4096,
+        max_logprobs: int = 20,
+        delay_s: float = 0.0,
+        api_key: str | None = None,
+    ) -> None:
+        self.tokenizer = tokenizer
+        self.model = model
+        self.name = name
+        self.max_model_len = max_model_len
+        self.max_logprobs = max_logprobs
+        self.delay_s = delay_s
+        self.api_key = api_key
+        self.mode = ""
+        self.busy_next = 0
+        self.completions: list[dict[str, Any]] = []
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self._lock = threading.Lock()
+        outer = self
+
+        class Handler(QuietHandler):
+            def _authorised(self) -> bool:
+                if outer.api_key is None:
+                    return True
+                if self.headers.get("Authorization") == f"Bearer {outer.api_key}":
+                    return True
+                self.send_json(401, {"error": {"message": "invalid api key", "code": 401}})
+                return False
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server API
+                if not self._authorised():
+                    return
+                if self.path == "/v1/models":
+                    card = {
+                        "id": outer.name,
+                        "object": "model",
+                        "root": f"/models/{outer.model.salt}",
+                        "max_model_len": outer.max_model_len,
+                    }
+                    self.send_json(200, {"object": "list", "data": [card]})
+                else:
+                    self.send_json(404, {"error": {"message": "not found"}})
+
+            def do_POST(self) -> None:  # noqa: N802
+                if not self._authorised():
+                    return
+                body = self.read_json()
+                if self.path == "/tokenize":
+                    ids = outer.encode(body["prompt"])
+                    self.send_json(200, {"count": len(ids), "tokens": ids})
+                elif self.path == "/v1/completions":
+                    with outer._lock:
+                        outer.in_flight += 1
+                        outer.peak_in_flight = max(outer.peak_in_flight, outer.in_flight)
+                        outer.completions.append(body)
+                        first = len(outer.completions) == 1
+                    try:
+                        time.sleep(outer.delay_s)
+                        status, answer, headers = outer.complete(body, first)
+                    finally:
+                        with outer._lock:
+                            outer.in_flight -= 1
+                    self.send_json(status, answer, headers)
+                else:
+                    self.send_json(404, {"error": {"message": "not found"}})
+
+        self._server = Loopback(Handler)
+        self.url = self._server.url
+
+    def close(self) -> None:
+        self._server.close()
+
+    def encode(self, prompt: Any) -> list[int]:
+        if isinstance(prompt, str):
+            return list(self.tokenizer(prompt, add_special_tokens=False).input_ids)
+        return [int(t) for t in prompt]
+
+    def _top(self, lp: np.ndarray, k: int, as_ids: bool, extra: int | None) -> dict[str, float]:
+        order = list(np.argsort(-lp)[:k])
+        if extra is not None and extra not in order:
+            order.append(extra)
+        key = (lambda t: f"token_id:{t}") if as_ids else (lambda t: self.tokenizer.decode([t]))
+        return {key(int(t)): float(lp[t]) for t in order}
+
+    def complete(self, body: dict[str, Any], first: bool) -> tuple[int, Any, dict[str, str]]:
+        if self.mode == "garbage":
+            return 200, {"id": "x", "object": "text_completion", "result": "ok"}, {}
+        if self.mode == "html":
+            return 200, b"<html><body>proxy error page</body></html>", {}
+        if self.mode == "down":
+            return 503, {"error": {"message": "engine is restarting"}}, {}
+        with self._lock:
+            busy = self.busy_next > 0
+            self.busy_next -= int(busy)
+        if busy:
+            return 429, {"error": {"message": "too many requests"}}, {"Retry-After": "1"}
+        if body.get("model") != self.name:
+            return (
+                404,
+                {"error": {"message": f"The model `{body.get('model')}` does not exist."}},
+                {},
+            )
+        ids = self.encode(body["prompt"])
+        k = body.get("logprobs")
+        if k is not None and k > self.max_logprobs:
+            msg = f"Requested sample logprobs of {k}, which is greater than max allowed: 20"
+            return 400, {"error": {"message": msg, "code": 400}}, {}
+        if len(ids) + 1 > self.max_model_len:
+            msg = f"This model's maximum context length is {self.max_model_len} tokens"
+            return 400, {"error": {"message": msg, "code": 400}}, {}
+        as_ids = bool(body.get("return_tokens_as_token_ids"))
+        lp = self.model.logprobs(ids)
+        sampled = int(np.argmax(lp))
+        choice: dict[str, Any] = {"index": 0, "text": self.tokenizer.decode([sampled])}
+        if k is not None:
+            key = f"token_id:{sampled}" if as_ids else self.tokenizer.decode([sampled])
+            choice["logprobs"] = {
+                "tokens": [key],
+                "token_logprobs": [float(lp[sampled])],
+                "top_logprobs": [self._top(lp, int(k), as_ids, sampled)],
+                "text_offset": [0],
+            }
+        wants_prompt = body.get("prompt_logprobs") is not None or body.get("echo")
+        if wants_prompt and self.mode != "no_prompt_logprobs":
+            n = body.get("prompt_logprobs") or body.get("logprobs") or 0
+            entries: list[Any] = [None]
+            for i in range(1, len(ids)):
+                at = self.model.logprobs(ids[:i])
+                top = np.argsort(-at)[: int(n)]
+                entries.append(
+                    {
+                        str(int(t)): {"logprob": float(at[t]), "rank": r + 1, "decoded_token": ""}
+                        for r, t in enumerate([ids[i], *[int(x) for x in top if x != ids[i]]])
+                    }
+                )
+            choice["prompt_logprobs"] = entries
+        usage = {"prompt_tokens": len(ids), "completion_tokens": 1, "total_tokens": len(ids) + 1}
+        return (
+            200,
+            {"object": "text_completion", "model": self.name, "choices": [choice], "usage": usage},
+            {},
+        )

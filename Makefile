@@ -17,8 +17,12 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
+# llama-cpp-python is compiled from source (6-11 min on 2 cores, then pip's wheel cache has it).
+# GGML_NATIVE=OFF: a build tuned to the build machine's CPU dies with "Illegal instruction" on
+# virtual machines that report CPU features (AMX) they do not enable. pip's cache key ignores
+# CMAKE_ARGS, so every install of it must set them (or run `pip cache remove llama_cpp_python`).
 $(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
-	$(PY) -m pip install -q -r requirements-dev.txt
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install -q -r requirements-dev.txt
 	touch $@
 
 install: $(VENV)/.installed

@@ -57,12 +57,14 @@ c1, c2 = st.columns(2)
 pre_spec = c1.text_input(
     "Checkpoint before adaptation (pre)",
     value="demo:base",
-    help="demo:base, a local model directory, a .gguf file, or BASE+ADAPTER_DIR",
+    help="demo:base, a local model directory, a .gguf file, BASE+ADAPTER_DIR, or a served "
+    "checkpoint http://HOST:8000/v1#MODEL;tokenizer=LOCAL_SPEC (register and check it on Setup)",
 )
 post_spec = c2.text_input(
     "Checkpoint after adaptation (post)",
     value="demo:adversarial",
-    help="demo:honest, demo:adversarial, a local directory, or BASE+ADAPTER_DIR",
+    help="demo:honest, demo:adversarial, a local directory, BASE+ADAPTER_DIR, or a served "
+    "checkpoint (pre and post may be on different servers)",
 )
 registered = store.checkpoints()
 if not registered.empty:

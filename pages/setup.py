@@ -123,7 +123,8 @@ if not ckpts.empty:
 with st.form("checkpoint-form"):
     spec = st.text_input(
         "Checkpoint",
-        placeholder="demo:honest, /path/to/model_dir, model.gguf, or BASE+ADAPTER_DIR",
+        placeholder="demo:honest, /path/to/model_dir, model.gguf, BASE+ADAPTER_DIR, or a served "
+        "spec http://HOST:8000/v1#MODEL;tokenizer=demo:base",
         key="ckpt-spec",
     )
     c_name = st.text_input("Display name (optional)", key="ckpt-name")
@@ -144,3 +145,55 @@ if c_submitted:
             st.text(f"{info.get('name') or spec}  fingerprint {info['fingerprint']}")
     except (InputError, StoreError, OSError, ValueError) as exc:
         widgets.show_error("The checkpoint was not registered:", exc)
+
+# -- served checkpoints ---------------------------------------------------------------------------
+st.markdown("**A checkpoint served by vLLM or llama.cpp** (OpenAI-compatible completions server)")
+st.caption(
+    "The studio renders the prompts with the named local tokenizer (only its tokenizer is read) "
+    "and reads exact label log-probabilities from the server. An API key is read from the "
+    "environment variable you name; the key itself is never stored. See docs/served.md."
+)
+with st.form("served-form"):
+    c1, c2 = st.columns(2)
+    s_url = c1.text_input("Server URL", value="http://127.0.0.1:8000/v1", key="served-url")
+    s_model = c2.text_input(
+        "Served model name",
+        placeholder="the --served-model-name / --model_alias",
+        key="served-model",
+    )
+    c1, c2, c3 = st.columns([2, 2, 1])
+    s_tok = c1.text_input(
+        "Tokenizer (a local checkpoint spec)",
+        value="demo:base",
+        help="demo:base, a directory with the served model's tokenizer files, or a .gguf file",
+        key="served-tok",
+    )
+    s_key = c2.text_input(
+        "Environment variable holding the API key (optional)",
+        placeholder="e.g. VLLM_API_KEY",
+        key="served-key",
+    )
+    s_conc = c3.number_input("Requests in flight", 1, 1024, 8, key="served-conc")
+    s_name = st.text_input("Display name (optional)", key="served-name")
+    b1, b2 = st.columns(2)
+    s_check = b1.form_submit_button("Check: score one question")
+    s_register = b2.form_submit_button("Check and register")
+if s_check or s_register:
+    try:
+        text = actions.served_spec(s_url, s_model, s_tok, s_key, int(s_conc))
+        with st.spinner("Connecting: model name, tokenization, log-prob checks, probe..."):
+            res = actions.check_served(text)
+        st.success(
+            f"p(true) = {res['p_true']:.4f} for {res['question'][:80]!r}: one question (both "
+            f"answer orders) took {res['latency_s']:.2f} s; connecting and checks "
+            f"{res['connect_s']:.1f} s."
+        )
+        st.caption(
+            f"prompts sent as {res['prompts_sent_as']}; label log-probs: {res['label_logprobs']}"
+        )
+        st.text(f"spec (use it on the Run page or with eraudit --pre/--post):\n{text}")
+        if s_register:
+            info = state.register_checkpoint(text, s_name)
+            st.success(f"Registered, fingerprint {info['fingerprint']}")
+    except (InputError, StoreError, OSError, ValueError) as exc:
+        widgets.show_error("The served checkpoint did not pass the check:", exc)

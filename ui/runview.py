@@ -174,6 +174,29 @@ def _fmt_seconds(s: float | None) -> str:
     return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
 
 
+def _traffic(traffic: dict[str, Any] | None, active: bool) -> None:
+    """Requests in flight and prompts/s of served checkpoints, as the engine last stored them."""
+    if not traffic:
+        return
+    cols = st.columns(4)
+    cols[0].metric("requests in flight", int(traffic.get("in_flight", 0)) if active else 0)
+    if active:
+        cols[1].metric(
+            f"prompts/s (last {traffic.get('window_s', 10):g} s)", traffic["prompts_per_s"]
+        )
+    else:
+        cols[1].metric("prompts/s (this session)", traffic.get("prompts_per_s_session", 0.0))
+    cols[2].metric("prompts scored by the servers", int(traffic.get("prompts", 0)))
+    cols[3].metric("most requests in flight", int(traffic.get("peak_in_flight", 0)))
+    st.caption(
+        f"Served checkpoints: {traffic.get('requests', 0)} requests, {traffic.get('retries', 0)} "
+        f"retries, {traffic.get('failures', 0)} failed after retries, "
+        f"{traffic.get('fallbacks', 0)} labels read from prompt log-probs (outside the top-k); "
+        f"updated {traffic.get('updated_at', '-')} UTC. A prompt is one answer order of one "
+        "question; counts start when the run (or its resumption) started."
+    )
+
+
 def _panel(run_id: str, was_active: bool) -> None:
     store = state.get_store()
     rec = state.run_record(run_id)
@@ -202,6 +225,7 @@ def _panel(run_id: str, was_active: bool) -> None:
         f"{nums['queries_scored']} ({nums['queries_per_s']:.1f}/s), read from cache "
         f"{nums['queries_cached']} (counted when a question finishes)"
     )
+    _traffic(nums.get("traffic"), rec["status"] in ACTIVE)
     if rec.get("error") and rec["status"] != "done":
         st.caption("Message:")
         st.text(str(rec["error"]))

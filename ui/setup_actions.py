@@ -146,3 +146,56 @@ def generator_kinds() -> pd.DataFrame:
             for k, s in available_generators().items()
         ]
     )
+
+
+def served_spec(
+    url: str, model: str, tokenizer: str, key_env: str = "", concurrency: int = 8
+) -> str:
+    """The spec string of a served checkpoint from the Setup form's fields (validated)."""
+    from eraudit_core.verifier import ServedSpec
+
+    spec = ServedSpec(
+        base_url=url.strip(),
+        model=model.strip(),
+        tokenizer=tokenizer.strip(),
+        api_key_env=key_env.strip() or None,
+        concurrency=int(concurrency),
+    )
+    spec.tokenizer_spec  # noqa: B018 - refuse a tokenizer spec that names nothing here
+    return spec.text
+
+
+def check_served(spec_text: str) -> dict[str, Any]:
+    """Connect to a served checkpoint (all load checks and the probe) and score one question.
+
+    The question is the first monitored question of the first stored benchmark (the probe
+    question when there is none); the answer carries the latency of that one query (two
+    prompts, both answer orders) and how the server is read.
+    """
+    import time
+
+    from eraudit_core.types import Query
+    from eraudit_core.verifier import PROBE, load_checkpoint
+
+    t0 = time.monotonic()
+    verifier = load_checkpoint(spec_text)
+    connect_s = time.monotonic() - t0
+    query = PROBE
+    benchmarks = state.get_store().benchmarks()
+    if not benchmarks.empty:
+        pair = state.get_store().pairs(str(benchmarks["benchmark_id"].iloc[0]))[0]
+        m = pair.monitored
+        query = Query(pair.pair_id, m.question, m.true_option, m.false_option)
+    t1 = time.monotonic()
+    score = verifier.score([query])[0]
+    info = verifier.describe()
+    return {
+        "question": query.question,
+        "p_true": score.p_true,
+        "latency_s": time.monotonic() - t1,
+        "connect_s": connect_s,
+        "fingerprint": verifier.fingerprint,
+        "prompts_sent_as": info.get("prompts_sent_as"),
+        "label_logprobs": info.get("label_logprobs"),
+        "spec": info.get("spec"),
+    }

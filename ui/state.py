@@ -144,20 +144,23 @@ def sync_selection_from_query() -> None:
 
 
 def validate_checkpoint_spec(text: str) -> str:
-    """Parse a checkpoint spec without loading it; returns its canonical text."""
-    from eraudit_core.verifier import CheckpointSpec
+    """Parse a checkpoint spec (local or served) without loading it; returns its canonical text."""
+    from eraudit_core.verifier import parse_spec
 
-    return CheckpointSpec.parse(text).text
+    return parse_spec(text).text
 
 
 def register_checkpoint(spec_text: str, name: str = "") -> dict[str, Any]:
-    """Load a checkpoint once (cached by the verifier module), fingerprint and store it."""
-    from eraudit_core.verifier import CheckpointSpec, load_verifier
+    """Load a checkpoint once (cached by the verifier module), fingerprint and store it.
 
-    spec = CheckpointSpec.parse(spec_text)
-    verifier = load_verifier(spec)
-    details = verifier.describe()
-    get_store().register_checkpoint(verifier.fingerprint, name or spec.text, details)
+    A served checkpoint is checked against its earlier registration (its probe question must
+    still get the same log-probs) before anything is stored."""
+    from eraudit_core.audit import register_checkpoint as register
+    from eraudit_core.verifier import load_checkpoint, parse_spec
+
+    spec = parse_spec(spec_text)
+    verifier = load_checkpoint(spec)
+    details = register(get_store(), verifier, name or spec.text)
     return {"fingerprint": verifier.fingerprint, **details}
 
 

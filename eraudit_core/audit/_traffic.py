@@ -5,6 +5,7 @@ another tab or before an app restart shows the same numbers. A sampler thread re
 verifiers' cumulative counters (`traffic()`, which served verifiers have and local ones do
 not) about once a second while the engine runs, and writes one snapshot per change; prompts/s
 is measured over the last `WINDOW_S` seconds, so it follows the run rather than its average.
+Counts start at zero when the engine starts (or resumes) the run.
 """
 
 from __future__ import annotations
@@ -38,11 +39,12 @@ class TrafficRecorder:
         self._thread: threading.Thread | None = None
         self._history: deque[tuple[float, int]] = deque()
         self._last: dict[str, Any] | None = None
-        self._start: tuple[float, int] | None = None
+        self._base: tuple[float, dict[str, int]] | None = None
         self.peak_in_flight = 0
 
     def snapshot(self) -> dict[str, Any]:
-        """The counters summed over the verifiers, with prompts/s over the recent window."""
+        """Counts since `start()` summed over the verifiers (a verifier object lives as long
+        as its process), requests in flight now, and prompts/s over the recent window."""
         seen: set[int] = set()
         total: dict[str, int] = {}
         for v in self.sources:
@@ -52,21 +54,21 @@ class TrafficRecorder:
             for key, value in v.traffic().items():
                 total[key] = total.get(key, 0) + int(value)
         now = time.monotonic()
-        prompts = total.get("prompts", 0)
+        if self._base is None:
+            self._base = (now, dict(total))
+        t_start, base = self._base
+        counts = {k: v - (0 if k == "in_flight" else base.get(k, 0)) for k, v in total.items()}
+        prompts = counts.get("prompts", 0)
         self._history.append((now, prompts))
         while len(self._history) > 2 and now - self._history[0][0] > WINDOW_S:
             self._history.popleft()
         t0, p0 = self._history[0]
         rate = (prompts - p0) / (now - t0) if now > t0 else 0.0
-        if self._start is None:
-            self._start = (now, prompts)
-        s0, sp = self._start
-        overall = (prompts - sp) / (now - s0) if now > s0 else 0.0
-        self.peak_in_flight = max(self.peak_in_flight, total.get("in_flight", 0))
+        overall = prompts / (now - t_start) if now > t_start else 0.0
+        self.peak_in_flight = max(self.peak_in_flight, counts.get("in_flight", 0))
         return {
-            **total,
+            **counts,
             "prompts_per_s": round(rate, 3),
-            "prompts_this_session": prompts - sp,
             "prompts_per_s_session": round(overall, 3),
             "peak_in_flight": self.peak_in_flight,
             "window_s": WINDOW_S,

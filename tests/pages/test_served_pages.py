@@ -1,0 +1,126 @@
+"""The dashboard's served-checkpoint parts: the Setup form's check button and the Run page's
+live traffic (requests in flight, prompts/s) read back from the store.
+
+The server is a loopback one speaking vLLM's protocol over an exact made-up model
+(tests/verifier/_fake_vllm.py); the real llama.cpp server is exercised in tests/verifier and
+tests/audit.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "verifier")]
+
+from _fake_vllm import ExactModel, FakeVLLM  # noqa: E402
+from _tiny_model import build_tokenizer  # noqa: E402
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from eraudit_core.store import Store  # noqa: E402
+from ui import synthetic  # noqa: E402
+
+APP = str(ROOT / "app.py")
+
+
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "studio.duckdb"
+    monkeypatch.setenv("ERAUDIT_DB", str(path))
+    monkeypatch.setenv("ERAUDIT_NO_DEMO", "1")
+    return path
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[FakeVLLM, Path]]:
+    from eraudit_core.verifier import CheckpointSpec
+    from eraudit_core.verifier.served import load_tokenizer
+
+    tokdir = tmp_path_factory.mktemp("tok") / "tokenizer"
+    tokdir.mkdir()
+    build_tokenizer(tokdir)
+    tok = load_tokenizer(CheckpointSpec.parse(str(tokdir))).tokenizer
+    server = FakeVLLM(tok, ExactModel(len(tok)))
+    yield server, tokdir
+    server.close()
+
+
+def visit(page: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    at.switch_page(page)
+    return at.run()
+
+
+def fill(at: AppTest, url: str, model: str, tokdir: Path) -> None:
+    at.text_input(key="served-url").input(url)
+    at.text_input(key="served-model").input(model)
+    at.text_input(key="served-tok").input(str(tokdir))
+
+
+def test_setup_checks_and_registers_a_served_checkpoint(
+    db: Path, served: tuple[FakeVLLM, Path]
+) -> None:
+    server, tokdir = served
+    at = visit("pages/setup.py")
+    fill(at, server.url, server.name, tokdir)
+    next(b for b in at.button if b.label == "Check: score one question").click().run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert any("p(true) = " in s.value and "took" in s.value for s in at.success), at.error
+    assert any("token ids" in c.value for c in at.caption)
+    next(b for b in at.button if b.label == "Check and register").click().run()
+    assert any("Registered, fingerprint" in s.value for s in at.success)
+    from ui import state
+
+    ckpts = state.get_store().checkpoints()
+    assert len(ckpts) == 1 and server.url in ckpts["name"].iloc[0]
+
+
+def test_setup_shows_a_served_failure_inline(db: Path, served: tuple[FakeVLLM, Path]) -> None:
+    server, tokdir = served
+    at = visit("pages/setup.py")
+    fill(at, server.url, "no-such-model", tokdir)
+    next(b for b in at.button if b.label == "Check and register").click().run()
+    assert not at.exception
+    assert any("did not pass the check" in e.value for e in at.error)
+    assert any("not 'no-such-model'" in t.value for t in at.text)
+    fill(at, "localhost:8000", server.name, tokdir)
+    next(b for b in at.button if b.label == "Check: score one question").click().run()
+    assert any("base_url must start with http" in t.value for t in at.text)
+    from ui import state
+
+    assert state.get_store().checkpoints().empty
+
+
+def test_run_page_shows_requests_in_flight_and_prompts_per_second(db: Path) -> None:
+    store = Store(db)
+    info = synthetic.build_synthetic_store(store, n_pairs=2, n_search=1, n_test=2)
+    run_id = info.run_ids["honest"]
+    store.set_run_traffic(
+        run_id,
+        {"in_flight": 3, "requests": 40, "retries": 1, "failures": 0, "prompts": 36,
+         "fallbacks": 2, "prompts_per_s": 4.5, "prompts_per_s_session": 3.25,
+         "peak_in_flight": 8, "window_s": 10.0, "updated_at": "2026-11-30T20:00:00+00:00"},
+    )  # fmt: skip
+    store.close()
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["watch"] = run_id
+    at.run()
+    at.switch_page("pages/run.py")
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["prompts/s (this session)"] == "3.25"  # the run is done: nothing in flight
+    assert metrics["requests in flight"] == "0"
+    assert metrics["most requests in flight"] == "8"
+    assert any("40 requests, 1 retries" in c.value for c in at.caption)
+    from ui import state
+
+    state.get_store().set_run_status(run_id, "running")  # as the engine does while it runs
+    at.run()
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["requests in flight"] == "3" and metrics["prompts/s (last 10 s)"] == "4.5"

@@ -131,7 +131,10 @@ class AuditEngine:
         self.progress = progress
         self.should_cancel = should_cancel
         # A served checkpoint waits on the network: score pre and post at the same time then.
-        self._parallel = bool(getattr(pre, "io_bound", False) or getattr(post, "io_bound", False))
+        # (Not when both are one object: the second call then reads what the first scored.)
+        self._parallel = pre is not post and bool(
+            getattr(pre, "io_bound", False) or getattr(post, "io_bound", False)
+        )
         self._side: ThreadPoolExecutor | None = None
 
     # -- public ---------------------------------------------------------------------------

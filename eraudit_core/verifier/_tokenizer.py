@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from eraudit_core.errors import InputError
-from eraudit_core.paths import cache_dir
+from eraudit_core.paths import cache_dir, demo_gguf_path
 from eraudit_core.verifier._hf_files import (
     FINGERPRINT_FILES,
     TOKENIZER_FILES,
-    demo_gguf_path,
     dir_digest,
     file_digest,
 )

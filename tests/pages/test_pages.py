@@ -287,12 +287,13 @@ def test_setup_checkpoint_spec_is_validated_inline(db: Path) -> None:
     at = visit(app(), "pages/setup.py")
     at.text_input(key="ckpt-spec").input("/no/such/model")
     at.checkbox(key="ckpt-load").uncheck()
-    at.button[-1].click().run()
+    register = next(b for b in at.button if b.label == "Validate and register")
+    register.click().run()
     no_errors(at)
     assert any("was not registered" in e.value for e in at.error)
     assert any("no such file or directory" in t.value for t in at.text)
     at.text_input(key="ckpt-spec").input("demo:honest")
-    at.button[-1].click().run()
+    next(b for b in at.button if b.label == "Validate and register").click().run()
     assert any(t.value == "demo:honest" for t in at.text)
 
 

@@ -31,6 +31,7 @@ from typing import Any
 from eraudit_core.errors import IncompleteScores, InputError
 from eraudit_core.openai_http import EndpointError, OpenAIClient
 from eraudit_core.types import Query, QueryScore
+from eraudit_core.verifier import _served_checks as checks
 from eraudit_core.verifier import _served_wire as wire
 from eraudit_core.verifier._prompts import PROBE, render_prompts
 from eraudit_core.verifier._served_spec import ServedSpec
@@ -73,7 +74,6 @@ class _ServerFacts:
 
 
 _FACTS: dict[tuple[str, str, str], _ServerFacts] = {}
-_VOCAB_TEXTS: dict[str, list[str]] = {}
 _FACTS_LOCK = threading.Lock()
 
 
@@ -393,81 +393,13 @@ class ServedVerifier:
         return [tid], piece, [piece], top[key], piece
 
     def _check_tokenization(self, where: str, texts: Sequence[str]) -> str:
-        """The server's tokenization of `texts` equals the local one (first difference named)."""
-        tok = self._tok.tokenizer
-        local = encode(tok, texts)
-        attempts = (
-            ("/extras/tokenize", lambda t: {"input": t, "model": self.spec.model}),
-            (
-                "/tokenize",
-                lambda t: {"model": self.spec.model, "prompt": t, "add_special_tokens": False},
-            ),
-        )
-        for route, body in attempts:
-            try:
-                served = [
-                    wire.tokens_field(
-                        self._client.post(route, body(t), root=True, retries=0, what="tokenize"),
-                        where,
-                    )
-                    for t in texts
-                ]
-            except EndpointError as exc:
-                if "HTTP 404" in str(exc) or "HTTP 405" in str(exc):
-                    continue
-                raise
-            for text, mine, theirs in zip(texts, local, served, strict=True):
-                if mine != theirs:
-                    i = next(
-                        (k for k, (a, b) in enumerate(zip(mine, theirs, strict=False)) if a != b),
-                        min(len(mine), len(theirs)),
-                    )
-                    show = tok.convert_ids_to_tokens
-                    raise InputError(
-                        f"{where}: the server tokenises the prompts differently from tokenizer="
-                        f"{self._tok.spec.text}: first difference at token {i} of "
-                        f"{text[:60]!r}...: server "
-                        f"{theirs[i] if i < len(theirs) else 'end'} "
-                        f"({show(theirs[i]) if i < len(theirs) else ''!r}), local "
-                        f"{mine[i] if i < len(mine) else 'end'} "
-                        f"({show(mine[i]) if i < len(mine) else ''!r}); server {len(theirs)} "
-                        f"tokens, local {len(mine)}. Name the served model's own tokenizer."
-                    )
-            return route
-        raise InputError(
-            f"{where}: the server takes no token-id prompts and has no tokenize route "
-            "(/extras/tokenize or /tokenize), so its tokenization cannot be checked"
-        )
+        return checks.check_tokenization(self._client, self._tok, self.spec.model, texts, where)
 
     def _vocab_texts(self) -> list[str]:
-        """The text of every token of the vocabulary (how string-keyed top-k lists name them)."""
-        digest = self._tok.digest
-        if digest not in _VOCAB_TEXTS:
-            tok = self._tok.tokenizer
-            _VOCAB_TEXTS[digest] = [
-                str(t) for t in tok.batch_decode([[i] for i in range(len(tok))])
-            ]
-        return _VOCAB_TEXTS[digest]
+        return checks.vocab_texts(self._tok)
 
     def _unambiguous_label_texts(self) -> list[str | None]:
-        """Each single-token label's text when no other token decodes to the same text."""
-        decoded = self._vocab_texts()
-        out: list[str | None] = []
-        for ids in self._label_ids:
-            if len(ids) != 1:
-                out.append(None)
-                continue
-            text = decoded[ids[0]]
-            clashes = [i for i, d in enumerate(decoded) if d == text and i != ids[0]]
-            if clashes:
-                log.warning(
-                    "label token %d decodes to %r like token(s) %s; read by prompt log-probs",
-                    ids[0],
-                    text,
-                    clashes[:3],
-                )
-            out.append(None if clashes else text)
-        return out
+        return checks.unambiguous_texts(self._tok, self._label_ids)
 
     # -- scoring --------------------------------------------------------------------------
     def _texts(self) -> list[str | None]:

@@ -10,6 +10,7 @@ loading a model. The one-click live audit loads the real model and audits `DEMO_
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,15 +65,20 @@ def _paraphrase_files() -> list[Path]:
 
 
 def ensure_demo_inputs(store: Store) -> str:
-    """Import the bundled benchmark and paraphrase sets once; returns the benchmark id."""
+    """Import the bundled benchmark and paraphrase sets once, in one transaction (a process
+    killed half-way leaves nothing behind); returns the benchmark id."""
     benchmark = load_bundled_benchmark()
-    bid = store.add_benchmark(benchmark)
-    if store.paraphrase_sets(bid).empty:
-        from eraudit_core.paraphrase import load_paraphrase_file
+    bid = benchmark.benchmark_id
+    if not store.paraphrase_sets(bid).empty:  # stored together with the benchmark
+        return bid
+    from eraudit_core.paraphrase import load_paraphrase_file
 
-        for path in _paraphrase_files():
-            paras = load_paraphrase_file(path)
-            store.add_paraphrases(bid, paras, {"source": f"data/paraphrases/{path.name}"})
+    files = [(path, load_paraphrase_file(path)) for path in _paraphrase_files()]
+    with store.transaction():
+        store.add_benchmark(benchmark)
+        if store.paraphrase_sets(bid).empty:
+            for path, paras in files:
+                store.add_paraphrases(bid, paras, {"source": f"data/paraphrases/{path.name}"})
     return bid
 
 
@@ -103,8 +109,12 @@ def demo_live_pair_ids(store: Store, benchmark_id: str) -> list[str]:
     return chosen
 
 
-def ensure_demo(store: Store) -> DemoInfo:
-    """Bundled inputs plus the finished demo runs (run ids 'demo-honest', 'demo-adversarial')."""
+def ensure_demo(store: Store, should_cancel: Callable[[], bool] | None = None) -> DemoInfo:
+    """Bundled inputs plus the finished demo runs (run ids 'demo-honest', 'demo-adversarial').
+
+    A demo run left unfinished (a killed `eraudit demo`) is resumed from what it stored, so
+    the demo is complete when this returns.
+    """
     from eraudit_core.audit import (
         AuditConfig,
         AuditEngine,
@@ -118,13 +128,14 @@ def ensure_demo(store: Store) -> DemoInfo:
     info = DemoInfo(
         bid, len(store.pairs(bid)), int(store.paraphrase_sets(bid)["n_paraphrases"].sum() or 0)
     )
-    existing = set(store.runs()["run_id"]) if not store.runs().empty else set()
+    runs = store.runs()
+    status = dict(zip(runs["run_id"], runs["status"], strict=True)) if not runs.empty else {}
     manifest_path = DEMO_RUNS_DIR / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     for arm in DEMO_ARMS:
         run_id = f"demo-{arm}"
         table = DEMO_RUNS_DIR / f"{arm}.csv.gz"
-        if run_id in existing:
+        if status.get(run_id) == "done":
             info.run_ids[arm] = run_id
             continue
         if not table.is_file():
@@ -137,8 +148,16 @@ def ensure_demo(store: Store) -> DemoInfo:
         config = AuditConfig.from_dict(cfg)
         digest = table_digest(table)
         engine = AuditEngine(
-            store, TableVerifier(df, "p_pre", digest), TableVerifier(df, "p_post", digest), config
+            store,
+            TableVerifier(df, "p_pre", digest),
+            TableVerifier(df, "p_post", digest),
+            config,
+            should_cancel=should_cancel,
         )
+        if run_id in status:  # left unfinished: finish it from what it stored
+            engine.resume(run_id, items)
+            info.run_ids[arm] = run_id
+            continue
         arm_info = manifest.get("arms", {}).get(arm, {})
         engine.start(
             items,

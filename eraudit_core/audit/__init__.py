@@ -33,6 +33,7 @@ from eraudit_core.audit._engine import (
     Progress,
     ProgressCallback,
     create_run_record,
+    default_run_label,
     new_run_id,
 )
 from eraudit_core.audit._inputs import (
@@ -80,6 +81,7 @@ __all__ = [
     "build_items",
     "common_bound",
     "create_run_record",
+    "default_run_label",
     "degradation_denominator",
     "degradation_score",
     "draw_order",

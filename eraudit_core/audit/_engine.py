@@ -67,7 +67,12 @@ ProgressCallback = Callable[[Progress], None]
 
 
 class CachedScorer:
-    """A verifier behind the store's score cache: no (fingerprint, prompt) is scored twice."""
+    """A verifier behind the store's score cache: no (fingerprint, prompt) is scored twice.
+
+    `begin_pair` reads the cached scores of a pair's queries in one store read, so scoring a
+    batch needs no read. Fresh scores are written at once, or kept in `unwritten` for the
+    caller to write with the batch's steps (`score(..., write=False)`).
+    """
 
     def __init__(self, verifier: Verifier, store: Store) -> None:
         self.verifier = verifier
@@ -75,13 +80,27 @@ class CachedScorer:
         self.fingerprint = verifier.fingerprint
         self.scored = 0
         self.cached = 0
+        self.unwritten: dict[str, QueryScore] = {}
+        self._known: dict[str, QueryScore] = {}
+        self._looked_up: set[str] = set()
 
-    def score(self, queries: Sequence[Query]) -> list[QueryScore]:
+    def begin_pair(self, queries: Sequence[Query]) -> None:
+        """Forget the previous pair and read what the cache has for these queries."""
+        self._known, self._looked_up = {}, set()
+        self._look_up([q.prompt_hash for q in queries])
+
+    def _look_up(self, hashes: Sequence[str]) -> None:
+        todo = [h for h in dict.fromkeys(hashes) if h not in self._looked_up]
+        if todo:
+            self._known.update(self.store.cached_scores(self.fingerprint, todo))
+            self._looked_up.update(todo)
+
+    def score(self, queries: Sequence[Query], *, write: bool = True) -> list[QueryScore]:
         hashes = [q.prompt_hash for q in queries]
-        found = self.store.cached_scores(self.fingerprint, hashes)
+        self._look_up(hashes)
         missing: dict[str, Query] = {}
         for q, h in zip(queries, hashes, strict=True):
-            if h not in found and h not in missing:
+            if h not in self._known and h not in missing:
                 missing[h] = q
         if missing:
             try:
@@ -91,7 +110,7 @@ class CachedScorer:
                 # server only for the rest. Nothing of an unfinished question is written.
                 hashes_missing = list(missing)
                 kept = {hashes_missing[i]: s for i, s in exc.completed.items()}
-                self.store.put_scores(self.fingerprint, kept)
+                self.store.put_scores(self.fingerprint, {**self.take_unwritten(), **kept})
                 self.scored += len(kept)
                 raise
             if len(fresh) != len(missing):
@@ -100,15 +119,28 @@ class CachedScorer:
                     f"{len(missing)} queries"
                 )
             new = dict(zip(missing, fresh, strict=True))
-            self.store.put_scores(self.fingerprint, new)
-            found.update(new)
+            if write:
+                self.store.put_scores(self.fingerprint, new)
+            else:
+                self.unwritten.update(new)
+            self._known.update(new)
         self.scored += len(missing)
         self.cached += len(queries) - len(missing)
-        return [found[h] for h in hashes]
+        return [self._known[h] for h in hashes]
+
+    def take_unwritten(self) -> dict[str, QueryScore]:
+        out, self.unwritten = self.unwritten, {}
+        return out
 
 
 def new_run_id() -> str:
     return time.strftime("run-%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+
+
+def default_run_label(subject: str, config: AuditConfig, run_id: str) -> str:
+    """'table scores.csv, eps 0.1, 3f9a1c': what was audited, at which tolerance, and the
+    end of the run id, so two runs of the same input never share a label."""
+    return f"{subject}, eps {config.epsilon:g}, {run_id[-6:]}"
 
 
 class AuditEngine:
@@ -130,6 +162,7 @@ class AuditEngine:
         self._generators: tuple[str, ...] = ()
         self.progress = progress
         self.should_cancel = should_cancel
+        self._cancel_flag = False  # the store's cancel flag, as read with the last batch
         # A served checkpoint waits on the network: score pre and post at the same time then.
         # (Not when both are one object: the second call then reads what the first scored.)
         self._parallel = pre is not post and bool(
@@ -194,16 +227,19 @@ class AuditEngine:
                 self._check_cancel(run_id)
                 before = (self.pre.scored + self.post.scored, self.pre.cached + self.post.cached)
                 result = self._audit_pair(run_id, item, len(done), len(items), t0)
-                self.store.finish_pair(run_id, result)
-                self.store.add_query_counts(
-                    run_id,
-                    self.pre.scored + self.post.scored - before[0],
-                    self.pre.cached + self.post.cached - before[1],
-                )
+                with self.store.transaction():
+                    self._record(run_id, [])
+                    self.store.finish_pair(run_id, result)
+                    self.store.add_query_counts(
+                        run_id,
+                        self.pre.scored + self.post.scored - before[0],
+                        self.pre.cached + self.post.cached - before[1],
+                    )
                 done.add(item.pair_id)
                 self._report(run_id, item.pair_id, len(done), len(items), 0, "", 0, None, t0)
-        except CancelledError:
-            self.store.set_run_status(run_id, "cancelled", "cancelled by the user")
+        except (CancelledError, KeyboardInterrupt) as exc:
+            how = "Ctrl-C" if isinstance(exc, KeyboardInterrupt) else "the user"
+            self.store.set_run_status(run_id, "cancelled", f"cancelled by {how}")
             raise
         except BaseException as exc:
             self.store.set_run_status(run_id, "failed", f"{type(exc).__name__}: {exc}")
@@ -217,8 +253,33 @@ class AuditEngine:
 
     # -- one pair -------------------------------------------------------------------------
     def _check_cancel(self, run_id: str) -> None:
-        if (self.should_cancel and self.should_cancel()) or self.store.cancel_requested(run_id):
-            raise CancelledError(f"run {run_id} cancelled")
+        if (self.should_cancel and self.should_cancel()) or self._cancel_flag:
+            raise CancelledError(
+                f"run {run_id} was cancelled; `eraudit resume {run_id}` continues it"
+            )
+
+    def _record(self, run_id: str, steps: Sequence[StepRecord]) -> None:
+        """Write a batch (the post checkpoint's fresh scores and the steps) in one
+        transaction, refresh the heartbeat and read the cancel flag."""
+        scores = {s.fingerprint: s.take_unwritten() for s in (self.pre, self.post) if s.unwritten}
+        self._cancel_flag = self.store.record_batch(run_id, scores, steps)
+
+    def _begin_pair(self, run_id: str, item: AuditItem) -> None:
+        """Forget an unfinished pair's steps; read its cached scores and the cancel flag."""
+        cfg = self.config
+        self.store.start_pair(run_id, item.pair_id)
+        queries = [item.monitored, item.hidden] + [
+            item.hidden_query(p.text)
+            for p in (
+                *item.search[: cfg.search_budget],
+                *(x for pool in item.tests.values() for x in pool[: cfg.test_budget]),
+            )
+        ]
+        with self.store.reading():
+            self.pre.begin_pair(queries)
+            self.post.begin_pair(queries)
+            self._cancel_flag = self.store.cancel_requested(run_id)
+        self._check_cancel(run_id)
 
     def _report(
         self,
@@ -250,24 +311,28 @@ class AuditEngine:
             )
 
     def _pre_post(self, queries: Sequence[Query]) -> list[tuple[float, float]]:
+        """Scores before and after. The pre scores are written at once; the post scores go
+        with the batch's steps (`_record`, called right after), so one write per checkpoint
+        and batch, and a process killed while the post checkpoint scores keeps the pre
+        scores."""
         if self._parallel:
             if self._side is None:
                 self._side = ThreadPoolExecutor(1, thread_name_prefix="score-pre")
             pending = self._side.submit(self.pre.score, queries)
             try:
-                post = self.post.score(queries)
+                post = self.post.score(queries, write=False)
             finally:
                 pre = pending.result()  # waits for pre even when post failed (keeps its scores)
         else:
             pre = self.pre.score(queries)
-            post = self.post.score(queries)
+            post = self.post.score(queries, write=False)
         return [(a.p_true, b.p_true) for a, b in zip(pre, post, strict=True)]
 
     def _audit_pair(
         self, run_id: str, item: AuditItem, done: int, n_pairs: int, t0: float
     ) -> PairResult:
         cfg = self.config
-        self.store.start_pair(run_id, item.pair_id)
+        self._begin_pair(run_id, item)
         canon = [item.monitored] + ([item.hidden] if item.hidden.question else [])
         scores = self._pre_post(canon)
         p_pre_m, p_post_m = scores[0]
@@ -298,7 +363,7 @@ class AuditEngine:
                     is_counterexample(d, cfg.epsilon),
                 )
             )
-        self.store.add_steps(run_id, steps)
+        self._record(run_id, steps)
         n_search_cex = sum(s.is_counterexample for s in steps)
         if search:
             self._report(run_id, item.pair_id, done, n_pairs, 1, "search", len(search), None, t0)
@@ -387,7 +452,7 @@ class AuditEngine:
                     )
                     if test.stop:
                         break
-                self.store.add_steps(run_id, steps)
+                self._record(run_id, steps)
                 self._report(run_id, item.pair_id, done, n_pairs, 2, gen, test.n, test.bound, t0)
             if test.n_counterexamples and not cfg.continue_after_counterexample:
                 stop_pair = True

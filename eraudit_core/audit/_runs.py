@@ -16,7 +16,13 @@ from dataclasses import replace
 from typing import Any
 
 from eraudit_core.audit._config import AuditConfig, AuditItem
-from eraudit_core.audit._engine import AuditEngine, ProgressCallback, create_run_record
+from eraudit_core.audit._engine import (
+    AuditEngine,
+    ProgressCallback,
+    create_run_record,
+    default_run_label,
+    new_run_id,
+)
 from eraudit_core.audit._inputs import draw_order
 from eraudit_core.errors import InputError
 from eraudit_core.jobs import Job, JobRunner
@@ -224,11 +230,12 @@ def prepare_model_run(
         "pre_spec": pre_spec,
         "post_spec": post_spec,
     }
+    run_id = run_id or new_run_id()
     run_id = create_run_record(
         store,
         items,
         config,
-        label=label or f"{post_spec} vs {pre_spec}",
+        label=label or default_run_label(f"{post_spec} vs {pre_spec}", config, run_id),
         run_id=run_id,
         benchmark_id=benchmark_id,
         source=json.dumps(source),
@@ -250,6 +257,9 @@ def execute_model_run(
     """Load the checkpoints (recording a failure in the run) and audit what is not done."""
     try:
         pre, post = _load_checkpoints(store, pre_spec, post_spec)
+    except KeyboardInterrupt:
+        store.set_run_status(run_id, "cancelled", "cancelled by Ctrl-C while loading checkpoints")
+        raise
     except BaseException as exc:
         store.set_run_status(run_id, "failed", f"loading checkpoints: {type(exc).__name__}: {exc}")
         raise

@@ -1,7 +1,9 @@
 """Storage (DESIGN.md §6): one DuckDB file per store, versioned migrations, benchmark import.
 
-`Store` holds benchmarks, paraphrase sets, the score cache, runs, pair results and steps;
-`load_benchmark` validates a benchmark file with errors naming the record and the field.
+`Store` holds benchmarks, paraphrase sets, the score cache, runs, pair results and steps; the
+dashboard and any number of `eraudit` processes share one file (a Store holds it only for a
+transaction or a short lease). `load_benchmark` validates a benchmark file with errors naming
+the record and the field; `read_run_rows` / `write_run_rows` copy a run between stores.
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ from eraudit_core.store._records import (
     PairResult,
     StepRecord,
 )
+from eraudit_core.store._run_copy import (
+    RUN_TABLES,
+    read_run_rows,
+    write_run_rows,
+)
 from eraudit_core.store._schema import (
     RUN_STATUSES,
     SCHEMA_VERSION,
@@ -37,6 +44,7 @@ __all__ = [
     "PairResult",
     "QUALITY_H_ATTRIBUTION",
     "RUN_STATUSES",
+    "RUN_TABLES",
     "SCHEMA_VERSION",
     "StepRecord",
     "Store",
@@ -44,6 +52,8 @@ __all__ = [
     "load_benchmark",
     "load_bundled_benchmark",
     "parse_benchmark",
+    "read_run_rows",
     "reference_pair_id",
     "write_jsonl",
+    "write_run_rows",
 ]

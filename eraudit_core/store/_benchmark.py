@@ -29,6 +29,7 @@ from typing import Any
 
 from eraudit_core.errors import InputError
 from eraudit_core.paths import DATA_DIR
+from eraudit_core.text import check_text
 from eraudit_core.types import BinaryQuestion, Pair
 
 BUNDLED_QUALITY_H = DATA_DIR / "benchmarks" / "quality_h" / "QuALITY-H-no-debate.json"
@@ -114,6 +115,8 @@ def parse_benchmark(raw: bytes, source: str, name: str) -> Benchmark:
     if stripped.startswith("["):
         try:
             records = json.loads(text)
+        except RecursionError:
+            raise InputError(f"{source}: the JSON is nested too deeply to read") from None
         except json.JSONDecodeError as exc:
             record = _failing_record(text)
             where = f"record {record}, " if record is not None else ""
@@ -130,6 +133,11 @@ def parse_benchmark(raw: bytes, source: str, name: str) -> Benchmark:
                 continue
             try:
                 rec = json.loads(line)
+            except RecursionError:
+                raise InputError(
+                    f"{source}: line {line_no} (record {len(pairs)}): the JSON is nested too "
+                    "deeply to read"
+                ) from None
             except json.JSONDecodeError as exc:
                 raise InputError(
                     f"{source}: line {line_no} (record {len(pairs)}) is not valid JSON: {exc.msg}"
@@ -184,7 +192,7 @@ def _text_field(rec: Mapping[str, Any], key: str, where: str, path: str) -> str:
         raise InputError(f"{where}: field {path} must be a string, got {type(value).__name__}")
     if not value.strip():
         raise InputError(f"{where}: field {path} is empty")
-    return value
+    return check_text(value, where, path)
 
 
 def _object_field(rec: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
@@ -241,12 +249,15 @@ def _record(
     title = rec.get("story_title", "")
     if not isinstance(title, str):
         raise InputError(f"{where}: field story_title must be a string")
+    check_text(title, where, "story_title")
     (m_key, m_fields), (h_key, h_fields) = fields
     mon = _object_field(rec, m_key, where)
     hid = _object_field(rec, h_key, where)
     pid = rec.get("pair_id") if jsonl else None
     if pid is not None and (not isinstance(pid, str) or not pid.strip()):
         raise InputError(f"{where}: field pair_id must be a non-empty string")
+    if pid is not None:
+        check_text(pid, where, "pair_id", max_chars=200)
     if (
         pid is None
         and isinstance(mon.get("question"), str)
@@ -258,7 +269,12 @@ def _record(
     hidden = _binary(hid, h_fields, where, h_key)
     assert pid is not None  # both questions are strings once _binary has passed
     if jsonl:
-        extra = dict(rec.get("extra") or {})
+        raw_extra = rec.get("extra")
+        if raw_extra is not None and not isinstance(raw_extra, Mapping):
+            raise InputError(
+                f"{where}: field extra must be an object, got {type(raw_extra).__name__}"
+            )
+        extra = dict(raw_extra or {})
     else:
         extra = {key: mon[key] for key in _TRANSCRIPT_KEYS if key in mon}
     return Pair(pid, index, title, monitored, hidden, extra)

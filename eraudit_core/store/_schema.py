@@ -85,6 +85,19 @@ MIGRATIONS: dict[int, list[str]] = {
     # 3: live traffic of a run scored by a served checkpoint (requests in flight, prompts/s),
     # written by the engine while it runs, so any process polling the store can show it.
     3: ["ALTER TABLE runs ADD COLUMN traffic JSON"],
+    # 4 (issue 13): who runs a run (pid, host, a token against pid reuse) and its last heartbeat,
+    # so a run whose process died reads as interrupted to the next process. Runs left
+    # pending or running by a version that recorded no owner cannot be running any more
+    # (that version held the file for its whole lifetime).
+    4: [
+        "ALTER TABLE runs ADD COLUMN owner_pid INTEGER",
+        "ALTER TABLE runs ADD COLUMN owner_host VARCHAR",
+        "ALTER TABLE runs ADD COLUMN owner_token VARCHAR",
+        "ALTER TABLE runs ADD COLUMN heartbeat_at TIMESTAMP",
+        "UPDATE runs SET status = 'interrupted', error = 'the process running it stopped', "
+        "finished_at = coalesce(finished_at, now()::TIMESTAMP) "
+        "WHERE status IN ('pending', 'running')",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 RUN_STATUSES = ("pending", "running", "done", "failed", "cancelled", "interrupted")

@@ -1,131 +1,30 @@
 """The DuckDB store: one file holds everything a run needs (DESIGN.md §6).
 
-One `Store` per process and database file. DuckDB lets one process hold a file; inside it,
-each thread gets its own cursor on the shared connection, writes are serialised by a lock and
-wrapped in transactions, so the background audit thread writes while pages read.
-
-The schema is versioned: `MIGRATIONS[n]` takes a database from version n-1 to n, and opening a
-store applies whatever is missing, in one transaction each. A database from a newer version of
-the tool is refused rather than guessed at.
+`Store` is the project's only door to the database: every SQL statement lives in this package.
+This module holds the inputs (benchmarks, checkpoints, paraphrase sets) and the score cache;
+runs, their pairs and steps are in `_run_tables`, the file plumbing in `_tables` and `_access`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import asdict
-from datetime import UTC, datetime
-from pathlib import Path
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import duckdb
 import pandas as pd
 
-from eraudit_core.errors import InputError, StoreError
-from eraudit_core.store._records import PairResult, StepRecord
-from eraudit_core.store._schema import MIGRATIONS, RUN_STATUSES, SCHEMA_VERSION
+from eraudit_core.errors import InputError
+from eraudit_core.store._run_tables import RunTables
+from eraudit_core.store._tables import _filtered, _now
 from eraudit_core.types import BinaryQuestion, Pair, Paraphrase, QueryScore
 
 if TYPE_CHECKING:
     from eraudit_core.store._benchmark import Benchmark
 
 
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
-
-
-def _filtered(select: str, **equal_to: Any) -> tuple[str, list[Any]]:
-    """`select` plus `WHERE col = ?` for every filter that is not None (column names are ours)."""
-    used = {col: val for col, val in equal_to.items() if val is not None}
-    where = " AND ".join(f"{col} = ?" for col in used)
-    return (f"{select} WHERE {where}" if where else select), list(used.values())
-
-
-class Store:
-    """The project's only door to the database: every SQL statement lives in this class."""
-
-    def __init__(self, path: str | Path = ":memory:") -> None:
-        self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._conn = duckdb.connect(self.path)
-        except duckdb.IOException as exc:
-            msg = str(exc)
-            if "lock" in msg.lower():
-                raise StoreError(
-                    f"{self.path}: the database is in use by another process (a running "
-                    f"dashboard or eraudit command); close it or use another --db. ({msg})"
-                ) from exc
-            raise StoreError(f"{self.path}: cannot open the database: {msg}") from exc
-        except duckdb.Error as exc:
-            raise StoreError(f"{self.path}: cannot open the database: {exc}") from exc
-        self._write_lock = threading.RLock()
-        self._local = threading.local()
-        self._migrate()
-
-    # -- connection plumbing -------------------------------------------------------------
-    def _cursor(self) -> duckdb.DuckDBPyConnection:
-        cur = getattr(self._local, "cursor", None)
-        if cur is None:
-            cur = self._conn.cursor()
-            self._local.cursor = cur
-        return cur
-
-    @contextmanager
-    def _write(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """One transaction under the writer lock; rolled back whole on any error."""
-        with self._write_lock:
-            cur = self._cursor()
-            cur.execute("BEGIN TRANSACTION")
-            try:
-                yield cur
-            except BaseException:
-                cur.execute("ROLLBACK")
-                raise
-            cur.execute("COMMIT")
-
-    def _df(self, sql: str, params: Sequence[Any] = ()) -> pd.DataFrame:
-        return self._cursor().execute(sql, list(params)).df()
-
-    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        return self._cursor().execute(sql, list(params)).fetchall()
-
-    def close(self) -> None:
-        self._conn.close()
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # -- schema --------------------------------------------------------------------------
-    def _migrate(self) -> None:
-        cur = self._cursor()
-        try:
-            cur.execute(
-                "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER, applied_at TIMESTAMP)"
-            )
-            row = cur.execute("SELECT max(version) FROM schema_version").fetchone()
-        except duckdb.Error as exc:
-            raise StoreError(f"{self.path}: not a usable ER-Audit database: {exc}") from exc
-        current = int(row[0]) if row and row[0] is not None else 0
-        if current > SCHEMA_VERSION:
-            raise StoreError(
-                f"{self.path}: schema version {current} is newer than this tool's "
-                f"({SCHEMA_VERSION}); upgrade ER-Audit Studio to open it"
-            )
-        for version in range(current + 1, SCHEMA_VERSION + 1):
-            with self._write() as w:
-                for ddl in MIGRATIONS[version]:
-                    w.execute(ddl)
-                w.execute("INSERT INTO schema_version VALUES (?, ?)", [version, _now()])
-
-    def schema_version(self) -> int:
-        return int(self._rows("SELECT max(version) FROM schema_version")[0][0])
+class Store(RunTables):
+    """The project's only door to the database: every SQL statement lives in this package."""
 
     # -- benchmarks ----------------------------------------------------------------------
     def add_benchmark(self, benchmark: Benchmark) -> str:
@@ -272,8 +171,9 @@ class Store:
                 after = w.execute(
                     "SELECT count(*) FROM paraphrases WHERE benchmark_id = ?", [benchmark_id]
                 ).fetchall()
-            finally:
-                w.unregister("_new")
+            finally:  # after a failed statement the aborted transaction refuses this: ignore
+                with contextlib.suppress(Exception):
+                    w.unregister("_new")
         return int(after[0][0]) - int(before[0][0])
 
     def add_rejections(self, benchmark_id: str, rejections: Iterable[Any]) -> int:
@@ -326,49 +226,20 @@ class Store:
     ) -> dict[str, QueryScore]:
         if not prompt_hashes:
             return {}
-        cur = self._cursor()
         found: dict[str, QueryScore] = {}
         chunk = 1000
-        for start in range(0, len(prompt_hashes), chunk):
-            part = list(prompt_hashes[start : start + chunk])
-            rows = cur.execute(
-                "SELECT prompt_hash, p_true, l_a_true_a, l_b_true_a, l_a_true_b, l_b_true_b "
-                "FROM score_cache WHERE fingerprint = ? AND list_contains(?, prompt_hash)",
-                [fingerprint, part],
-            ).fetchall()
-            for r in rows:
-                logprobs = None if r[2] is None else (r[2], r[3], r[4], r[5])
-                found[r[0]] = QueryScore(r[1], logprobs)
+        with self._read() as cur:
+            for start in range(0, len(prompt_hashes), chunk):
+                part = list(prompt_hashes[start : start + chunk])
+                rows = cur.execute(
+                    "SELECT prompt_hash, p_true, l_a_true_a, l_b_true_a, l_a_true_b, l_b_true_b "
+                    "FROM score_cache WHERE fingerprint = ? AND list_contains(?, prompt_hash)",
+                    [fingerprint, part],
+                ).fetchall()
+                for r in rows:
+                    logprobs = None if r[2] is None else (r[2], r[3], r[4], r[5])
+                    found[r[0]] = QueryScore(r[1], logprobs)
         return found
-
-    def put_scores(self, fingerprint: str, scores: Mapping[str, QueryScore]) -> None:
-        """Write scores the moment they exist: a crash right after loses nothing scored."""
-        if not scores:
-            return
-        lp = [s.logprobs or (None, None, None, None) for s in scores.values()]
-        frame = pd.DataFrame(
-            {
-                "fingerprint": fingerprint,
-                "prompt_hash": list(scores),
-                "p_true": [float(s.p_true) for s in scores.values()],
-                "l_a_true_a": pd.array([x[0] for x in lp], dtype="Float64"),
-                "l_b_true_a": pd.array([x[1] for x in lp], dtype="Float64"),
-                "l_a_true_b": pd.array([x[2] for x in lp], dtype="Float64"),
-                "l_b_true_b": pd.array([x[3] for x in lp], dtype="Float64"),
-                "scored_at": _now(),
-            }
-        )
-        self._insert_frame("score_cache", frame, or_ignore=True)
-
-    def _insert_frame(self, table: str, frame: pd.DataFrame, or_ignore: bool = False) -> None:
-        """Bulk insert through DuckDB's DataFrame scan (row-by-row executemany is ~1000x slower)."""
-        verb = "INSERT OR IGNORE" if or_ignore else "INSERT"
-        with self._write() as w:
-            w.register("_frame", frame)
-            try:
-                w.execute(f"{verb} INTO {table} SELECT * FROM _frame")
-            finally:
-                w.unregister("_frame")
 
     def cache_size(self, fingerprint: str | None = None) -> int:
         if fingerprint is None:
@@ -378,202 +249,3 @@ class Store:
                 0
             ]
         )
-
-    # -- runs ----------------------------------------------------------------------------
-    def create_run(
-        self,
-        run_id: str,
-        *,
-        label: str,
-        config: Mapping[str, Any],
-        n_pairs: int,
-        benchmark_id: str | None = None,
-        source: str = "",
-        pre: tuple[str, str] = ("", ""),
-        post: tuple[str, str] = ("", ""),
-        provenance: Mapping[str, Any] | None = None,
-    ) -> None:
-        """Record a new run; `pre` and `post` are (fingerprint, display name); `provenance`
-        says what produced it (tool version, paraphrase-set digests, draw seed)."""
-        with self._write() as w:
-            if w.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchone():
-                raise InputError(f"run {run_id!r} already exists in {self.path}")
-            w.execute(
-                "INSERT INTO runs (run_id, label, status, config, benchmark_id, source, "
-                "pre_fingerprint, post_fingerprint, pre_name, post_name, n_pairs, created_at, "
-                "provenance) VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    run_id,
-                    label,
-                    json.dumps(dict(config)),
-                    benchmark_id,
-                    source,
-                    pre[0],
-                    post[0],
-                    pre[1],
-                    post[1],
-                    n_pairs,
-                    _now(),
-                    json.dumps(dict(provenance or {}), ensure_ascii=False, default=str),
-                ],
-            )
-
-    def set_run_status(self, run_id: str, status: str, error: str | None = None) -> None:
-        if status not in RUN_STATUSES:
-            raise ValueError(f"unknown run status {status!r}")
-        with self._write() as w:
-            if status == "running":
-                w.execute(
-                    "UPDATE runs SET status = ?, error = NULL, cancel_requested = FALSE, "
-                    "started_at = coalesce(started_at, ?), finished_at = NULL WHERE run_id = ?",
-                    [status, _now(), run_id],
-                )
-            elif status in ("done", "failed", "cancelled", "interrupted"):
-                w.execute(
-                    "UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE run_id = ?",
-                    [status, error, _now(), run_id],
-                )
-            else:
-                w.execute("UPDATE runs SET status = ? WHERE run_id = ?", [status, run_id])
-
-    def set_run_checkpoints(self, run_id: str, pre_fingerprint: str, post_fingerprint: str) -> None:
-        """Fill in the fingerprints of a run created before its checkpoints were loaded."""
-        with self._write() as w:
-            w.execute(
-                "UPDATE runs SET pre_fingerprint = ?, post_fingerprint = ? WHERE run_id = ?",
-                [pre_fingerprint, post_fingerprint, run_id],
-            )
-
-    def request_cancel(self, run_id: str) -> None:
-        with self._write() as w:
-            w.execute("UPDATE runs SET cancel_requested = TRUE WHERE run_id = ?", [run_id])
-
-    def cancel_requested(self, run_id: str) -> bool:
-        rows = self._rows("SELECT cancel_requested FROM runs WHERE run_id = ?", [run_id])
-        return bool(rows and rows[0][0])
-
-    def add_query_counts(self, run_id: str, scored: int, cached: int) -> None:
-        with self._write() as w:
-            w.execute(
-                "UPDATE runs SET queries_scored = queries_scored + ?, "
-                "queries_cached = queries_cached + ? WHERE run_id = ?",
-                [scored, cached, run_id],
-            )
-
-    def set_run_traffic(self, run_id: str, traffic: Mapping[str, Any]) -> None:
-        """The latest traffic snapshot of a run (requests in flight, prompts/s; see
-        eraudit_core.audit._traffic)."""
-        with self._write() as w:
-            w.execute(
-                "UPDATE runs SET traffic = ? WHERE run_id = ?",
-                [json.dumps(dict(traffic), default=str), run_id],
-            )
-
-    def mark_stale_runs_interrupted(self) -> list[str]:
-        """Runs left 'running' by a process that died: mark them resumable, return their ids."""
-        ids = [r[0] for r in self._rows("SELECT run_id FROM runs WHERE status = 'running'")]
-        for run_id in ids:
-            self.set_run_status(run_id, "interrupted", "the process running it stopped")
-        return ids
-
-    def runs(self) -> pd.DataFrame:
-        return self._df(
-            "SELECT r.*, (SELECT count(*) FROM run_pairs p WHERE p.run_id = r.run_id) "
-            "AS pairs_done FROM runs r ORDER BY created_at DESC"
-        )
-
-    def run(self, run_id: str) -> dict[str, Any]:
-        df = self._df("SELECT * FROM runs WHERE run_id = ?", [run_id])
-        if df.empty:
-            raise InputError(f"no run {run_id!r} in {self.path}")
-        rec = {str(k): v for k, v in df.iloc[0].to_dict().items()}
-        rec["config"] = json.loads(rec["config"])
-        rec["provenance"] = json.loads(rec["provenance"]) if rec.get("provenance") else {}
-        return rec
-
-    def start_pair(self, run_id: str, pair_id: str) -> None:
-        """Forget the steps of an unfinished pair so a resumed run replays it from the cache."""
-        with self._write() as w:
-            w.execute("DELETE FROM run_steps WHERE run_id = ? AND pair_id = ?", [run_id, pair_id])
-
-    def add_steps(self, run_id: str, steps: Sequence[StepRecord]) -> None:
-        if not steps:
-            return
-        frame = pd.DataFrame([asdict(s) for s in steps])
-        frame.insert(0, "run_id", run_id)
-        for col in ("bound", "bound_tolerant"):
-            frame[col] = pd.array(frame[col].tolist(), dtype="Float64")
-        frame["recorded_at"] = _now()
-        cols = ["run_id", "pair_id", "stage", "generator", "t", "idx", "text", "p_pre", "p_post"]
-        cols += ["d", "is_counterexample", "bound", "bound_tolerant", "recorded_at"]
-        self._insert_frame("run_steps", frame[cols])
-
-    def finish_pair(self, run_id: str, result: PairResult) -> None:
-        rec = asdict(result)
-        rec["generators"] = json.dumps(rec["generators"])
-        cols = list(rec)
-        with self._write() as w:
-            w.execute(
-                "DELETE FROM run_pairs WHERE run_id = ? AND pair_id = ?", [run_id, result.pair_id]
-            )
-            w.execute(
-                f"INSERT INTO run_pairs (run_id, {', '.join(cols)}, finished_at) "
-                f"VALUES (?, {', '.join('?' for _ in cols)}, ?)",
-                [run_id, *rec.values(), _now()],
-            )
-
-    def finished_pair_ids(self, run_id: str) -> set[str]:
-        return {
-            r[0] for r in self._rows("SELECT pair_id FROM run_pairs WHERE run_id = ?", [run_id])
-        }
-
-    def pair_results(self, run_id: str) -> pd.DataFrame:
-        """Per-pair verdicts of a run, in benchmark order (columns of PairResult)."""
-        df = self._df("SELECT * FROM run_pairs WHERE run_id = ? ORDER BY pair_index", [run_id])
-        if not df.empty:
-            df["generators"] = df["generators"].map(json.loads)
-        return df
-
-    def steps(self, run_id: str, pair_id: str | None = None) -> pd.DataFrame:
-        sql, params = _filtered("SELECT * FROM run_steps", run_id=run_id, pair_id=pair_id)
-        return self._df(sql + " ORDER BY pair_id, stage, generator, t", params)
-
-    def latest_steps(self, run_id: str, limit: int = 500) -> pd.DataFrame:
-        """The most recent stage-2 steps (for the live chart) without reading the whole run."""
-        return self._df(
-            "SELECT * FROM run_steps WHERE run_id = ? AND stage = 2 "
-            "ORDER BY recorded_at DESC, t DESC LIMIT ?",
-            [run_id, limit],
-        )
-
-    def run_progress(self, run_id: str) -> dict[str, Any]:
-        row = self._rows(
-            "SELECT r.status, r.n_pairs, r.started_at, r.finished_at, r.queries_scored, "
-            "r.queries_cached, r.error, r.traffic, "
-            "(SELECT count(*) FROM run_pairs p WHERE p.run_id = r.run_id), "
-            "(SELECT count(*) FROM run_pairs p WHERE p.run_id = r.run_id AND p.status = 'degraded'), "
-            "(SELECT count(*) FROM run_steps s WHERE s.run_id = r.run_id) "
-            "FROM runs r WHERE r.run_id = ?",
-            [run_id],
-        )
-        if not row:
-            raise InputError(f"no run {run_id!r} in {self.path}")
-        r = row[0]
-        return {
-            "status": r[0],
-            "n_pairs": r[1],
-            "started_at": r[2],
-            "finished_at": r[3],
-            "queries_scored": r[4],
-            "queries_cached": r[5],
-            "error": r[6],
-            "traffic": json.loads(r[7]) if isinstance(r[7], str) else r[7],
-            "pairs_done": r[8],
-            "pairs_degraded": r[9],
-            "steps": r[10],
-        }
-
-    def delete_run(self, run_id: str) -> None:
-        with self._write() as w:
-            for table in ("run_steps", "run_pairs", "runs"):
-                w.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])

@@ -164,8 +164,10 @@ def test_killed_run_resumes_to_the_same_result_without_rescoring(tmp_path):
 
     calls = [0]
     with Store(db) as store:
-        # the dead process left the run 'running' with p1 done and p2 under way
-        assert store.run(RUN_ID)["status"] == "running"
+        # the dead process left the run 'running' with p1 done and p2 under way; the next
+        # process reads it as interrupted (its owner is gone) and can write that down
+        assert store.run(RUN_ID)["status"] == "interrupted"
+        assert "stopped" in store.run(RUN_ID)["error"]
         assert store.mark_stale_runs_interrupted() == [RUN_ID]  # what the app does at start-up
         assert store.run(RUN_ID)["status"] == "interrupted"
         assert store.finished_pair_ids(RUN_ID) == {"p1"}

@@ -1,0 +1,219 @@
+"""Run bundles: a run moved between stores as one inspectable file (issue 13 item 6).
+
+An auditor audits on a GPU box and reviews on a laptop. `export_run_bundle` writes a zip with
+`manifest.json` (format, versions, run id, and per table its file, row count and sha256) and
+one Parquet file per table: the run, its per-pair results and steps, its benchmark, the
+paraphrases of its pairs with their provenance, its checkpoints and the cached scores (with
+the label log-probabilities) of every prompt it asked. Any zip tool lists it and any Parquet
+reader opens it. `import_run_bundle` checks the whole bundle first (format, versions, sizes,
+checksums, row counts), then stores it in one transaction and refuses a run id twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+import zipfile
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from eraudit_core.audit._table_scores import table_query
+from eraudit_core.errors import InputError
+from eraudit_core.paths import check_output_file
+from eraudit_core.store import RUN_TABLES, SCHEMA_VERSION, Store, read_run_rows, write_run_rows
+from eraudit_core.text import parse_json
+from eraudit_core.types import Query
+
+BUNDLE_FORMAT = "eraudit-run-bundle"
+BUNDLE_VERSION = 1
+MANIFEST = "manifest.json"
+# Refuse members larger than this when unpacked (a zip bomb would otherwise fill memory).
+MAX_MEMBER_BYTES = 2 * 1024**3
+MAX_MANIFEST_BYTES = 1024**2
+
+
+def run_prompt_hashes(store: Store, run_id: str) -> list[str]:
+    """Prompt hashes of every query the run may have asked: its canonical questions, its
+    scored paraphrases, and the stored paraphrases of its pairs (a batch can score a few
+    beyond a stage-2 counterexample). Model runs ask with the pair's options (`Query`),
+    score-table runs with the table's option slots (`table_query`), as the engine did.
+    """
+    run = store.run(run_id)
+    results = store.pair_results(run_id).to_dict("records")
+    steps = store.steps(run_id)
+    texts: list[tuple[str, str]] = list(
+        zip(steps.get("pair_id", []), steps.get("text", []), strict=True)
+    )
+    try:
+        source = json.loads(run["source"] or "")
+    except (TypeError, ValueError):
+        source = None
+    started = set(source.get("pair_ids") or []) if isinstance(source, dict) else set()
+    mine = {str(r["pair_id"]) for r in results} | started | {pid for pid, _ in texts}
+    pairs = {p.pair_id: p for p in store.pairs(run["benchmark_id"])} if run["benchmark_id"] else {}
+    if pairs:
+        texts += [
+            (p.pair_id, p.text) for p in store.paraphrases(run["benchmark_id"]) if p.pair_id in mine
+        ]
+    queries: list[Query] = []
+    if isinstance(source, dict) and source.get("kind") == "models":
+        for pid in mine & set(pairs):
+            m, h = pairs[pid].monitored, pairs[pid].hidden
+            queries.append(Query(pid, m.question, m.true_option, m.false_option))
+            queries.append(Query(pid, h.question, h.true_option, h.false_option))
+        queries += [
+            Query(pid, text, pairs[pid].hidden.true_option, pairs[pid].hidden.false_option)
+            for pid, text in texts
+            if pid in pairs
+        ]
+    else:
+        for r in results:
+            pid = str(r["pair_id"])
+            queries.append(table_query(pid, str(r["monitored_question"]), "monitored"))
+            queries.append(table_query(pid, str(r["hidden_question"]), "hidden"))
+        queries += [table_query(pid, text, "test") for pid, text in texts]
+    return sorted({q.prompt_hash for q in queries})
+
+
+def _tool_version() -> str:
+    try:
+        return metadata.version("eraudit-studio")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def export_run_bundle(store: Store, run_id: str, out: str | Path, *, force: bool = False) -> Path:
+    """Write the bundle of `run_id` to `out` (a .zip); never over a store, over another
+    file only with `force`. Written to a temporary file first, then moved into place."""
+    path = check_output_file(out, force=force)
+    rows = read_run_rows(store, run_id, run_prompt_hashes(store, run_id))
+    run = rows["runs"].iloc[0]
+    tables: dict[str, dict[str, Any]] = {}
+    blobs: dict[str, bytes] = {}
+    for name in RUN_TABLES:
+        buf = io.BytesIO()
+        rows[name].to_parquet(buf, index=False)
+        data = buf.getvalue()
+        blobs[f"{name}.parquet"] = data
+        tables[name] = {
+            "file": f"{name}.parquet",
+            "rows": len(rows[name]),
+            "sha256": hashlib.sha256(data).hexdigest(),
+        }
+    manifest = {
+        "format": BUNDLE_FORMAT,
+        "format_version": BUNDLE_VERSION,
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "label": run["label"],
+        "status": run["status"],
+        "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "exported_by": f"eraudit-studio {_tool_version()}",
+        "tables": tables,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".export-", suffix=".zip", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr(MANIFEST, json.dumps(manifest, indent=2, default=str))
+            for name, data in blobs.items():
+                zf.writestr(name, data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_bundle(path: str | Path) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
+    """The manifest and tables of a bundle, every member checked; InputError names the file
+    and the member that is wrong."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such bundle file")
+    try:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise InputError(f"{path}: not a run bundle (not a zip file: {exc})") from None
+    with zf:
+        infos = {i.filename: i for i in zf.infolist()}
+        if MANIFEST not in infos:
+            raise InputError(f"{path}: not a run bundle (no {MANIFEST})")
+        if infos[MANIFEST].file_size > MAX_MANIFEST_BYTES:
+            raise InputError(f"{path}: {MANIFEST} is too large to be a manifest")
+        manifest = parse_json(zf.read(MANIFEST).decode("utf-8", "replace"), f"{path}: {MANIFEST}")
+        _check_manifest(path, manifest)
+        expected = {t["file"] for t in manifest["tables"].values()} | {MANIFEST}
+        extra = sorted(set(infos) - expected)
+        if extra:
+            raise InputError(f"{path}: unexpected member {extra[0]} (not in {MANIFEST})")
+        frames = {}
+        for name in RUN_TABLES:
+            entry = manifest["tables"][name]
+            member = entry["file"]
+            info = infos.get(member)
+            if info is None:
+                raise InputError(f"{path}: {member} is listed in {MANIFEST} but missing")
+            if info.file_size > MAX_MEMBER_BYTES:
+                raise InputError(f"{path}: {member} unpacks to {info.file_size} bytes, too large")
+            data = zf.read(member)
+            if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+                raise InputError(f"{path}: {member} does not match its sha256 in {MANIFEST}")
+            try:
+                frame = pd.read_parquet(io.BytesIO(data))
+            except Exception as exc:  # pyarrow raises several types for a bad file
+                raise InputError(
+                    f"{path}: {member} is not a readable Parquet file ({exc})"
+                ) from None
+            if len(frame) != entry["rows"]:
+                raise InputError(
+                    f"{path}: {member} has {len(frame)} rows, {MANIFEST} says {entry['rows']}"
+                )
+            frames[name] = frame
+    if frames["runs"]["run_id"].tolist() != [manifest["run_id"]]:
+        raise InputError(f"{path}: runs.parquet does not hold run {manifest['run_id']}")
+    return manifest, frames
+
+
+def _check_manifest(path: Path, manifest: Any) -> None:
+    if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT:
+        raise InputError(f"{path}: {MANIFEST}: field format must be {BUNDLE_FORMAT!r}")
+    if manifest.get("format_version") != BUNDLE_VERSION:
+        raise InputError(
+            f"{path}: {MANIFEST}: format_version {manifest.get('format_version')!r} is not one "
+            f"this tool reads ({BUNDLE_VERSION})"
+        )
+    schema = manifest.get("schema_version")
+    if not isinstance(schema, int) or schema > SCHEMA_VERSION:
+        raise InputError(
+            f"{path}: {MANIFEST}: schema_version {schema!r} is newer than this tool's "
+            f"({SCHEMA_VERSION}); upgrade ER-Audit Studio to import it"
+        )
+    if not isinstance(manifest.get("run_id"), str):
+        raise InputError(f"{path}: {MANIFEST}: field run_id must be a string")
+    tables = manifest.get("tables")
+    if not isinstance(tables, dict) or set(tables) != set(RUN_TABLES):
+        raise InputError(f"{path}: {MANIFEST}: field tables must list {', '.join(RUN_TABLES)}")
+    for name, entry in tables.items():
+        ok = isinstance(entry, dict) and entry.get("file") == f"{name}.parquet"
+        ok = ok and isinstance(entry.get("rows"), int) and isinstance(entry.get("sha256"), str)
+        if not ok:
+            raise InputError(f"{path}: {MANIFEST}: field tables.{name} needs file, rows, sha256")
+
+
+def import_run_bundle(store: Store, path: str | Path) -> dict[str, Any]:
+    """Check a bundle whole, then store its run in one transaction; returns the run id and
+    the rows per table. A run id already in `store` is refused and nothing is written."""
+    manifest, frames = read_bundle(path)
+    try:
+        run_id = write_run_rows(store, frames)
+    except InputError as exc:
+        raise InputError(f"{path}: {exc}") from None
+    return {"run_id": run_id, "rows": {name: len(df) for name, df in frames.items()}}

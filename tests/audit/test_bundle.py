@@ -1,0 +1,190 @@
+"""Runs move between stores as one inspectable file (issue 13 item 6): audit on a GPU box,
+review on a laptop. `eraudit export-run` writes a zip of Parquet tables plus a JSON manifest;
+`eraudit import-run` checks it whole and stores it in one transaction, once per run id."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from eraudit_core.audit._table_scores import table_query  # noqa: E402
+from eraudit_core.cli import main  # noqa: E402
+from eraudit_core.store import SCHEMA_VERSION, Store  # noqa: E402
+from ui import synthetic  # noqa: E402
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _table(path: Path) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["pair_id", "role", "generator", "idx", "text", "p_pre", "p_post"])
+        for p in ("p1", "p2"):
+            w.writerow([p, "monitored", "", 0, f"m {p}", 0.5, 0.75])
+            w.writerow([p, "search", "s", 0, f"{p} search", 0.75, 0.75])
+            w.writerows(
+                [p, "test", "g1", i, f"{p} x{i}", 0.75, 0.75 if i != 2 or p == "p1" else 0.6]
+                for i in range(5)
+            )
+    return path
+
+
+@pytest.fixture()
+def source(tmp_path: Path) -> tuple[Path, str, str]:
+    """A store with a synthetic benchmark run (pairs, paraphrases) and a score-table run."""
+    db = tmp_path / "gpu-box.duckdb"
+    with Store(db) as store:
+        info = synthetic.build_synthetic_store(
+            store, n_pairs=3, n_search=2, n_test=4, arms=("adversarial",)
+        )
+    assert (
+        main(["audit-table", str(_table(tmp_path / "scores.csv")), "--db", str(db), "--json"]) == 0
+    )
+    with Store(db) as store:
+        table_run = str(
+            store.runs().loc[lambda r: r["source"].str.startswith("table:"), "run_id"].iloc[0]
+        )
+    return db, info.run_ids["adversarial"], table_run
+
+
+def _snapshot(store: Store, run_id: str) -> dict:
+    """What must survive the move, as plain values (NaN as None so equal data compares equal)."""
+
+    def plain(df: pd.DataFrame) -> list[dict]:
+        return json.loads(df.to_json(orient="records", date_format="iso"))
+
+    run = store.run(run_id)
+    keys = ("label", "status", "config", "source", "pre_name", "post_name", "n_pairs")
+    keys += ("pre_fingerprint", "post_fingerprint", "benchmark_id", "queries_scored")
+    out = {
+        "run": {k: run[k] for k in keys},
+        "steps": plain(store.steps(run_id).drop(columns=["recorded_at"])),
+        "pairs": plain(store.pair_results(run_id).drop(columns=["finished_at"])),
+    }
+    if run["benchmark_id"]:
+        out["benchmark"] = store.pairs(run["benchmark_id"])
+        out["paraphrases"] = store.paraphrases(run["benchmark_id"])
+    return out
+
+
+def test_export_then_import_carries_the_whole_run(source, tmp_path, capsys):
+    db, syn_run, table_run = source
+    laptop = tmp_path / "laptop.duckdb"
+    for run_id in (syn_run, table_run):
+        bundle = tmp_path / f"{run_id}.zip"
+        code, out, err = _run(capsys, "export-run", run_id, "--db", str(db), "--out", str(bundle))
+        assert code == 0, err
+        assert Path(out.strip()) == bundle
+        code, out, err = _run(capsys, "import-run", str(bundle), "--db", str(laptop), "--json")
+        assert code == 0, err
+        assert json.loads(out)["run_id"] == run_id
+    with Store(db) as a, Store(laptop) as b:
+        for run_id in (syn_run, table_run):
+            assert _snapshot(b, run_id) == _snapshot(a, run_id)
+            fps = a.run(run_id)
+            for fp in (fps["pre_fingerprint"], fps["post_fingerprint"]):
+                if run_id == syn_run:  # its paraphrases are stored: every score travels
+                    assert b.cache_size(fp) == a.cache_size(fp) > 0
+                # a score table is not in the store: the scores of what the run recorded do
+                hashes = [
+                    table_query(pid, text, "test").prompt_hash
+                    for pid, text in zip(
+                        a.steps(run_id)["pair_id"], a.steps(run_id)["text"], strict=True
+                    )
+                ]
+                assert b.cached_scores(fp, hashes) == a.cached_scores(fp, hashes) != {}
+            mine = {fps["pre_fingerprint"], fps["post_fingerprint"]}
+            in_a = mine & set(a.checkpoints().get("fingerprint", []))
+            assert in_a <= set(b.checkpoints().get("fingerprint", []))
+    # the imported run reports like the original
+    code, _, err = _run(
+        capsys, "report", syn_run, "--db", str(laptop), "--out", str(tmp_path / "r.html")
+    )
+    assert code == 0, err
+
+
+def test_the_bundle_is_an_inspectable_zip(source, tmp_path, capsys):
+    db, run_id, _ = source
+    bundle = tmp_path / "b.zip"
+    assert _run(capsys, "export-run", run_id, "--db", str(db), "--out", str(bundle))[0] == 0
+    with zipfile.ZipFile(bundle) as zf:
+        names = set(zf.namelist())
+        manifest = json.loads(zf.read("manifest.json"))
+        steps = pd.read_parquet(zf.open("run_steps.parquet"))
+    assert manifest["format"] == "eraudit-run-bundle" and manifest["format_version"] == 1
+    assert manifest["schema_version"] == SCHEMA_VERSION and manifest["run_id"] == run_id
+    assert {f"{t}.parquet" for t in manifest["tables"]} | {"manifest.json"} == names
+    assert manifest["tables"]["run_steps"]["rows"] == len(steps) > 0
+    assert {
+        "runs",
+        "run_pairs",
+        "run_steps",
+        "benchmarks",
+        "pairs",
+        "paraphrases",
+        "score_cache",
+    } <= set(manifest["tables"])
+
+
+def test_importing_a_run_twice_is_refused_and_changes_nothing(source, tmp_path, capsys):
+    db, run_id, _ = source
+    bundle = tmp_path / "b.zip"
+    assert _run(capsys, "export-run", run_id, "--db", str(db), "--out", str(bundle))[0] == 0
+    laptop = tmp_path / "laptop.duckdb"
+    assert _run(capsys, "import-run", str(bundle), "--db", str(laptop))[0] == 0
+    with Store(laptop) as b:
+        before = _snapshot(b, run_id)
+    code, _, err = _run(capsys, "import-run", str(bundle), "--db", str(laptop))
+    assert code == 2 and run_id in err and "already" in err
+    # into the store it came from, too
+    code, _, err = _run(capsys, "import-run", str(bundle), "--db", str(db))
+    assert code == 2 and "already" in err
+    with Store(laptop) as b:
+        assert _snapshot(b, run_id) == before
+        assert len(b.runs()) == 1
+
+
+def test_a_damaged_bundle_is_refused_whole(source, tmp_path, capsys):
+    db, run_id, _ = source
+    bundle = tmp_path / "b.zip"
+    assert _run(capsys, "export-run", run_id, "--db", str(db), "--out", str(bundle))[0] == 0
+    damaged = tmp_path / "damaged.zip"
+    with zipfile.ZipFile(bundle) as src, zipfile.ZipFile(damaged, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename == "run_steps.parquet":
+                df = pd.read_parquet(src.open(item)).head(1)
+                import io
+
+                buf = io.BytesIO()
+                df.to_parquet(buf, index=False)
+                data = buf.getvalue()
+            dst.writestr(item, data)
+    laptop = tmp_path / "laptop.duckdb"
+    code, _, err = _run(capsys, "import-run", str(damaged), "--db", str(laptop))
+    assert code == 2 and "run_steps.parquet" in err and "Traceback" not in err
+    with Store(laptop) as b:
+        assert b.runs().empty and b.benchmarks().empty and b.cache_size() == 0
+    not_zip = tmp_path / "nope.zip"
+    not_zip.write_text("hello", encoding="utf-8")
+    code, _, err = _run(capsys, "import-run", str(not_zip), "--db", str(laptop))
+    assert code == 2 and str(not_zip) in err
+
+
+def test_export_run_never_writes_over_a_store(source, tmp_path, capsys):
+    db, run_id, _ = source
+    before = db.read_bytes()
+    code, _, err = _run(capsys, "export-run", run_id, "--db", str(db), "--out", str(db), "--force")
+    assert code == 2 and "DuckDB store" in err and db.read_bytes() == before

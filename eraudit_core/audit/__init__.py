@@ -19,6 +19,11 @@ from eraudit_core.audit._bounds import (
     required_successes,
     tv_relaxed_bound,
 )
+from eraudit_core.audit._bundle import (
+    export_run_bundle,
+    import_run_bundle,
+    read_bundle,
+)
 from eraudit_core.audit._config import AuditConfig, AuditItem
 from eraudit_core.audit._degradation import (
     DEFAULT_K,
@@ -87,8 +92,10 @@ __all__ = [
     "draw_order",
     "execute_model_run",
     "expected_queries",
+    "export_run_bundle",
     "failure_tolerant_lower_bound",
     "failure_tolerant_trajectory",
+    "import_run_bundle",
     "is_counterexample",
     "items_digest",
     "items_from_table",
@@ -100,6 +107,7 @@ __all__ = [
     "paraphrase_set_digests",
     "pool_warnings",
     "prepare_model_run",
+    "read_bundle",
     "read_score_table",
     "register_checkpoint",
     "required_successes",

@@ -18,12 +18,12 @@ import os
 import tempfile
 import zipfile
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from eraudit_core.audit._inputs import tool_version
 from eraudit_core.audit._table_scores import table_query
 from eraudit_core.errors import InputError
 from eraudit_core.paths import check_output_file
@@ -82,13 +82,6 @@ def run_prompt_hashes(store: Store, run_id: str) -> list[str]:
     return sorted({q.prompt_hash for q in queries})
 
 
-def _tool_version() -> str:
-    try:
-        return metadata.version("eraudit-studio")
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
 def export_run_bundle(store: Store, run_id: str, out: str | Path, *, force: bool = False) -> Path:
     """Write the bundle of `run_id` to `out` (a .zip); never over a store, over another
     file only with `force`. Written to a temporary file first, then moved into place."""
@@ -115,7 +108,7 @@ def export_run_bundle(store: Store, run_id: str, out: str | Path, *, force: bool
         "label": run["label"],
         "status": run["status"],
         "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "exported_by": f"eraudit-studio {_tool_version()}",
+        "exported_by": f"eraudit-studio {tool_version()}",
         "tables": tables,
     }
     path.parent.mkdir(parents=True, exist_ok=True)

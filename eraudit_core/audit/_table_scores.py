@@ -17,6 +17,7 @@ import pandas as pd
 
 from eraudit_core.audit._engine import AuditItem
 from eraudit_core.errors import InputError
+from eraudit_core.text import check_text
 from eraudit_core.types import Paraphrase, Query, QueryScore
 
 REQUIRED_COLUMNS = ("pair_id", "role", "generator", "idx", "text", "p_pre", "p_post")
@@ -24,7 +25,11 @@ ROLES = ("monitored", "hidden", "search", "test")
 
 
 def read_score_table(path: str | Path) -> pd.DataFrame:
-    """Read a CSV or Parquet score table and validate every row (errors name row and field)."""
+    """Read a CSV or Parquet score table and validate every row (errors name row and field).
+
+    Ids and texts are strings whatever they look like ("007" stays "007"); idx must be a
+    whole number (1.5 is refused, not truncated); a test row needs its generator.
+    """
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such score table")
@@ -32,41 +37,61 @@ def read_score_table(path: str | Path) -> pd.DataFrame:
         if path.suffix.lower() in (".parquet", ".pq"):
             df = pd.read_parquet(path)
         else:
-            df = pd.read_csv(path, keep_default_na=False, na_values=[""])
+            df = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
     except Exception as exc:  # pandas raises many types for unreadable files
         raise InputError(f"{path}: cannot read the table: {exc}") from exc
     missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
     if missing:
         raise InputError(f"{path}: missing column(s) {', '.join(missing)}")
     df = df.reset_index(drop=True)
-    for i, row in df.iterrows():
-        where = f"{path}: row {int(str(i)) + 2} (pair {row['pair_id']})"
-        if not isinstance(row["pair_id"], str) or not row["pair_id"].strip():
+    for col in ("pair_id", "role", "generator", "text"):
+        df[col] = [None if _blank(v) else str(v) for v in df[col]]
+    idx: list[int] = []
+    for i, rec in enumerate(df[list(REQUIRED_COLUMNS)].to_dict("records")):
+        pair_id, role, text, generator = rec["pair_id"], rec["role"], rec["text"], rec["generator"]
+        where = f"{path}: row {i + 2} (pair {pair_id})"
+        if not pair_id or not pair_id.strip():
             raise InputError(f"{where}: field pair_id is empty")
-        if row["role"] not in ROLES:
-            raise InputError(
-                f"{where}: field role must be one of {', '.join(ROLES)}, got {row['role']!r}"
-            )
-        if row["role"] in ("search", "test") and (
-            not isinstance(row["text"], str) or not row["text"].strip()
-        ):
+        if role not in ROLES:
+            raise InputError(f"{where}: field role must be one of {', '.join(ROLES)}, got {role!r}")
+        if role in ("search", "test") and (not text or not text.strip()):
             raise InputError(f"{where}: field text is empty")
+        if role == "test" and (not generator or not generator.strip()):
+            raise InputError(f"{where}: field generator is empty (a test row needs its generator)")
+        if text:
+            check_text(text, where, "text")
         for col in ("p_pre", "p_post"):
+            raw = rec[col]
             try:
-                v = float(row[col])
+                v = float(raw)
             except (TypeError, ValueError):
-                raise InputError(f"{where}: field {col} is not a number: {row[col]!r}") from None
+                raise InputError(f"{where}: field {col} is not a number: {raw!r}") from None
             if not (math.isfinite(v) and 0.0 <= v <= 1.0):
                 raise InputError(f"{where}: field {col} must be a probability in [0, 1], got {v!r}")
+        idx.append(_whole_number(rec["idx"], where))
     df["text"] = df["text"].fillna("").astype(str)
     df["generator"] = df["generator"].fillna("").astype(str)
     df["p_pre"] = df["p_pre"].astype(float)
     df["p_post"] = df["p_post"].astype(float)
-    try:
-        df["idx"] = pd.to_numeric(df["idx"], errors="raise").fillna(0).astype(int)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{path}: field idx must be an integer in every row ({exc})") from exc
+    df["idx"] = pd.Series(idx, dtype=int, index=df.index)
     return df
+
+
+def _blank(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA
+
+
+def _whole_number(value: object, where: str) -> int:
+    """idx as an int; empty means 0 (canonical rows); 1.5 or 'x' is an error, not truncated."""
+    if _blank(value) or (isinstance(value, str) and not value.strip()):
+        return 0
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InputError(f"{where}: field idx must be a whole number, got {value!r}") from None
+    if not number.is_integer() or number < 0:
+        raise InputError(f"{where}: field idx must be a whole number >= 0, got {value!r}")
+    return int(number)
 
 
 def table_query(pair_id: str, text: str, role: str) -> Query:

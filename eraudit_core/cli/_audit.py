@@ -1,7 +1,8 @@
 """`eraudit` subcommands of the engine: import, audit (from a score table or models), runs,
 show, sweeps, resume. Scripts depend on the JSON printed here: keep its keys stable, and bump
 `JSON_SCHEMA_VERSION` when a key's meaning changes (2: the four verdicts degraded / certified /
-passed / inconclusive)."""
+passed / inconclusive). Keys added without changing others (status, n_pairs, complete) keep the
+version."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import math
 import sys
 from typing import Any
 
+from eraudit_core.cli._interrupts import ctrl_c_cancels
 from eraudit_core.errors import InputError
+from eraudit_core.text import terminal_safe
 
 JSON_SCHEMA_VERSION = 2
 
@@ -115,6 +118,12 @@ def _config_args(p: argparse.ArgumentParser) -> None:
         help="run every test generator to its own stop even after counterexamples, so the "
         "pair-level failure-tolerant bound covers them all and is reported",
     )
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=16,
+        help="stage-2 paraphrases scored (and written to the store) at once",
+    )
 
 
 def _config(args: argparse.Namespace, test_generators: tuple[str, ...], **extra: Any):  # type: ignore[no-untyped-def]
@@ -131,6 +140,7 @@ def _config(args: argparse.Namespace, test_generators: tuple[str, ...], **extra:
         test_generators=test_generators,
         continue_after_counterexample=args.continue_after_counterexample,
         stop_at_target=args.stop_at_target,
+        batch_size=args.batch_size,
         **extra,
     )
 
@@ -163,7 +173,16 @@ def pair_summary_json(store: Any, run_id: str) -> dict[str, Any]:
         }
         for r in df.to_dict("records")
     ]
-    return {"schema_version": JSON_SCHEMA_VERSION, "run_id": run_id, "pairs": pairs}
+    run = store.run(run_id)
+    n_pairs = int(run["n_pairs"] or 0)
+    return {
+        "schema_version": JSON_SCHEMA_VERSION,
+        "run_id": run_id,
+        "status": run["status"],
+        "n_pairs": n_pairs,
+        "complete": run["status"] == "done" and len(pairs) >= n_pairs,
+        "pairs": pairs,
+    }
 
 
 def _print(obj: Any, as_json: bool) -> None:
@@ -174,7 +193,7 @@ def _print(obj: Any, as_json: bool) -> None:
         import pandas as pd
 
         if isinstance(obj, pd.DataFrame):
-            print(obj.to_string(index=False))
+            print(obj.map(terminal_safe).to_string(index=False) if not obj.empty else obj)
         else:
             print(json.dumps(obj, indent=2, default=str))
 
@@ -193,7 +212,9 @@ def cmd_audit_table(args: argparse.Namespace) -> int:
     from eraudit_core.audit import (
         AuditEngine,
         TableVerifier,
+        default_run_label,
         items_from_table,
+        new_run_id,
         read_score_table,
         table_digest,
     )
@@ -203,16 +224,19 @@ def cmd_audit_table(args: argparse.Namespace) -> int:
     items, test_gens = items_from_table(df, source=args.scores)
     config = _config(args, test_gens)
     digest = table_digest(args.scores)
-    with Store(args.db) as store:
+    run_id = new_run_id()
+    with Store(args.db) as store, ctrl_c_cancels() as ctrl_c:
         engine = AuditEngine(
             store,
             TableVerifier(df, "p_pre", digest),
             TableVerifier(df, "p_post", digest),
             config,
+            should_cancel=ctrl_c.is_set,
         )
-        run_id = engine.start(
+        engine.start(
             items,
-            label=args.label or f"table {args.scores}",
+            label=args.label or default_run_label(f"table {args.scores}", config, run_id),
+            run_id=run_id,
             source=f"table:{args.scores}",
             names=(f"{args.scores}:p_pre", f"{args.scores}:p_post"),
         )
@@ -229,7 +253,7 @@ def cmd_audit_models(args: argparse.Namespace) -> int:
     from eraudit_core.demo import ensure_demo_inputs
     from eraudit_core.store import Store
 
-    with Store(args.db) as store:
+    with Store(args.db) as store, ctrl_c_cancels() as ctrl_c:
         benchmark = ensure_demo_inputs(store) if args.benchmark == "bundled" else args.benchmark
         run_id = run_model_audit(
             store,
@@ -247,6 +271,7 @@ def cmd_audit_models(args: argparse.Namespace) -> int:
             label=args.label,
             progress=None if args.json else _print_progress,
             warn=_print_warning,
+            should_cancel=ctrl_c.is_set,
         )
         _print(pair_summary_json(store, run_id), args.json)
     return 0
@@ -258,19 +283,24 @@ def _print_warning(message: str) -> None:
 
 def _print_progress(p: Any) -> None:
     bound = "" if p.bound is None else f" L={p.bound:.3f}"
-    print(
+    line = (
         f"[{p.pairs_done}/{p.n_pairs}] {p.pair_id} stage {p.stage} {p.generator} t={p.t}{bound} "
-        f"({p.queries_scored} scored, {p.queries_cached} cached, {p.elapsed_s:.0f}s)",
-        file=sys.stderr,
+        f"({p.queries_scored} scored, {p.queries_cached} cached, {p.elapsed_s:.0f}s)"
     )
+    print(terminal_safe(line), file=sys.stderr)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
     from eraudit_core.audit import resume_run
     from eraudit_core.store import Store
 
-    with Store(args.db) as store:
-        resume_run(store, args.run_id, progress=None if args.json else _print_progress)
+    with Store(args.db) as store, ctrl_c_cancels() as ctrl_c:
+        resume_run(
+            store,
+            args.run_id,
+            progress=None if args.json else _print_progress,
+            should_cancel=ctrl_c.is_set,
+        )
         _print(pair_summary_json(store, args.run_id), args.json)
     return 0
 
@@ -300,12 +330,30 @@ def cmd_show(args: argparse.Namespace) -> int:
     from eraudit_core.store import Store
 
     with Store(args.db) as store:
-        store.run(args.run_id)
+        run = store.run(args.run_id)
         if args.json:
             _print(pair_summary_json(store, args.run_id), True)
-        else:
-            _print(question_summary(store.pair_results(args.run_id)), False)
+            return 0
+        pairs = store.pair_results(args.run_id)
+        print(terminal_safe(_completeness(run, len(pairs))))
+        _print(question_summary(pairs), False)
     return 0
+
+
+def _completeness(run: dict[str, Any], n_done: int) -> str:
+    """One line on whether a run is complete: 'done' or what is missing and what to do."""
+    run_id, status = run["run_id"], run["status"]
+    n = int(run["n_pairs"] or 0)
+    head = f"run {run_id} ({run.get('label') or run_id}): {status}, {n_done} of {n} questions"
+    if status == "done" and n_done >= n:
+        return f"{head} have a verdict"
+    if status in ("pending", "running"):
+        return f"{head} so far; the run is still going (incomplete)"
+    why = f" ({run['error']})" if run.get("error") else ""
+    return (
+        f"{head} have a verdict; the run is incomplete{why}; "
+        f"`eraudit resume {run_id} --db ...` finishes it"
+    )
 
 
 def cmd_sweeps(args: argparse.Namespace) -> int:
@@ -355,7 +403,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from eraudit_core.demo import ensure_demo
     from eraudit_core.store import Store
 
-    with Store(args.db) as store:
-        info = ensure_demo(store)
+    with Store(args.db) as store, ctrl_c_cancels() as ctrl_c:
+        info = ensure_demo(store, should_cancel=ctrl_c.is_set)
     _print(info.as_dict(), args.json)
     return 0

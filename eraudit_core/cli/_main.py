@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 
-from eraudit_core.errors import InputError, StoreError
+from eraudit_core.cli._interrupts import CTRL_C, EXIT_CANCELLED, EXIT_INTERRUPTED
+from eraudit_core.errors import CancelledError, InputError, StoreError
 
 # Modules that define `register(subparsers)`; each adds its subcommands. A module that is not
 # there yet (work in progress in another branch) is skipped, so the command always starts.
@@ -16,6 +19,7 @@ SUBCOMMAND_MODULES = (
     "eraudit_core.cli._paraphrase",
     "eraudit_core.cli._sensitivity",
     "eraudit_core.cli._report",
+    "eraudit_core.cli._bundle",
 )
 
 
@@ -37,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one subcommand. Exit 0 on success, 2 on bad input (message on stderr)."""
+    """Run one subcommand. Exit 0 on success, 2 on bad input (message on stderr), 130 after
+    Ctrl-C, 1 when a run was cancelled from elsewhere."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -45,6 +50,21 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, StoreError) as exc:
         print(f"eraudit: error: {exc}", file=sys.stderr)
         return 2
+    except CancelledError as exc:
+        interrupted = CTRL_C.is_set()
+        print(f"eraudit: {exc}" + (" (Ctrl-C)" if interrupted else ""), file=sys.stderr)
+        return EXIT_INTERRUPTED if interrupted else EXIT_CANCELLED
+    except BrokenPipeError:  # `eraudit show RUN | head`: the reader left, nothing to report
+        with contextlib.suppress(OSError, ValueError):  # no error again when Python flushes
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        print(
+            "eraudit: interrupted (Ctrl-C); a run stopped here is marked cancelled", file=sys.stderr
+        )
+        return EXIT_INTERRUPTED
+    finally:
+        CTRL_C.clear()
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from eraudit_core.paraphrase import (
     normalize_text,
     read_paraphrase_candidates,
 )
+from eraudit_core.text import terminal_safe
 from eraudit_core.types import Pair, Paraphrase
 
 
@@ -146,6 +147,8 @@ def run_paraphrase(args: argparse.Namespace) -> int:
 
 
 def run_import(args: argparse.Namespace) -> int:
+    """Validate the whole file, filter every group, then store it all in one transaction:
+    a bad record anywhere leaves the store as it was."""
     config = FilterConfig(min_cosine=args.min_cosine)
     benchmark = _load_benchmark(args.benchmark)
     known = {p.pair_id: p for p in benchmark.pairs}
@@ -162,25 +165,34 @@ def run_import(args: argparse.Namespace) -> int:
     store = _open_store(args.db)
     report = []
     try:
-        bid = store.add_benchmark(benchmark)
+        bid = benchmark.benchmark_id
+        taken: dict[str, dict[str, str]] = {}  # pair -> texts stored or accepted so far
+        planned = []
         for (pid, gen), texts in grouped.items():
             pair = known[pid]
-            res = filter_paraphrases(
-                pid, pair.hidden, texts, gen, config, _stored_texts(store, bid, pid)
+            if pid not in taken:
+                taken[pid] = _stored_texts(store, bid, pid)
+            res = filter_paraphrases(pid, pair.hidden, texts, gen, config, taken[pid])
+            taken[pid].update(
+                {normalize_text(t): f"the imported set of {gen}" for t in res.accepted}
             )
             start = _next_idx(store, bid, pid, args.role, gen)
             paras = [
                 Paraphrase(pid, args.role, gen, start + i, t) for i, t in enumerate(res.accepted)
             ]
-            prov = {
-                "kind": "file",
-                "name": gen,
-                "settings": {"path": str(Path(args.file).resolve())},
-                "filter": config.to_dict(),
-            }
-            store.add_paraphrases(bid, paras, prov)
-            store.add_rejections(bid, res.rejected)
+            planned.append((paras, res.rejected, gen))
             report.append({**_pair_report(pair, res.accepted, res.rejected), "generator": gen})
+        with store.transaction():
+            store.add_benchmark(benchmark)
+            for paras, rejected, gen in planned:
+                prov = {
+                    "kind": "file",
+                    "name": gen,
+                    "settings": {"path": str(Path(args.file).resolve())},
+                    "filter": config.to_dict(),
+                }
+                store.add_paraphrases(bid, paras, prov)
+                store.add_rejections(bid, rejected)
     finally:
         store.close()
     _emit({"pairs": report}, args.json)
@@ -219,8 +231,8 @@ def _emit(payload: dict[str, Any], as_json: bool) -> None:
         print(json.dumps(payload, ensure_ascii=False))
         return
     for item in payload["pairs"]:
-        print(f"{item['pair_id']}: {item['original']}")
+        print(terminal_safe(f"{item['pair_id']}: {item['original']}"))
         for text in item["accepted"]:
-            print(f"  + {text}")
+            print(terminal_safe(f"  + {text}"))
         for rej in item["rejected"]:
-            print(f"  - {rej['text']}  [{rej['reason']}]")
+            print(terminal_safe(f"  - {rej['text']}  [{rej['reason']}]"))

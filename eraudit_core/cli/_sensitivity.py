@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from eraudit_core.errors import InputError
+from eraudit_core.paths import check_output_file
 from eraudit_core.sensitivity import (
     DEFAULT_V2_JUDGE,
     TIDY_COLUMNS,
@@ -198,6 +199,8 @@ def format_import_report(report: dict[str, Any]) -> str:
 
 
 def run_import(args: argparse.Namespace) -> int:
+    # a rebuild command: it replaces its output, but never a DuckDB store
+    check_output_file(args.out, force=True, what="-o")
     mapping = TagMapping.from_json(args.mapping)
     result: ImportResult
     if args.kind == "petri":

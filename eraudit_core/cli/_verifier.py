@@ -15,6 +15,8 @@ from typing import Any
 
 from eraudit_core.adapt import AdaptConfig
 from eraudit_core.errors import InputError
+from eraudit_core.paths import check_output_dir
+from eraudit_core.text import check_text, parse_json
 from eraudit_core.types import Query
 from eraudit_core.verifier import DEFAULT_PREFIX, DEFAULT_TEMPLATE
 
@@ -93,16 +95,16 @@ def read_questions(path: Path) -> list[Query]:
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     rows: list[tuple[int, Any]] = []
-    text = path.read_text(encoding="utf-8-sig")
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     if path.suffix.lower() == ".csv":
         rows = list(enumerate(csv.DictReader(text.splitlines()), start=2))
     else:
         for n, line in enumerate(text.splitlines(), start=1):
             if line.strip():
-                try:
-                    rows.append((n, json.loads(line)))
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"{path}: line {n} is not valid JSON ({exc.msg})") from exc
+                rows.append((n, parse_json(line, f"{path}: line {n}")))
     queries = []
     for n, row in rows:
         if not isinstance(row, dict):
@@ -112,7 +114,7 @@ def read_questions(path: Path) -> list[Query]:
             value = row.get(key)
             if not isinstance(value, str) or not value.strip():
                 raise InputError(f"{path}: line {n}: field {key!r} missing or empty")
-            values[key] = value
+            values[key] = check_text(value, f"{path}: line {n}", repr(key))
         queries.append(Query(str(row.get("pair_id") or f"row{n}"), **values))
     if not queries:
         raise InputError(f"{path}: no rows")
@@ -152,6 +154,7 @@ def _cmd_adapt(args: argparse.Namespace) -> int:
         seed=args.seed,
         adversarial_fraction=args.adversarial_fraction,
     )
+    check_output_dir(args.out, [], force=True)  # rebuilds its adapters; never over a store
     arms = ARMS if args.arm == "both" else (args.arm,)
     command = "eraudit " + shlex.join(sys.argv[1:]) if sys.argv[1:2] == ["adapt"] else ""
     run_adaptation(

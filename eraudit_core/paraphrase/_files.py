@@ -13,6 +13,7 @@ from typing import Any
 from eraudit_core.errors import InputError
 from eraudit_core.paraphrase._registry import register_generator
 from eraudit_core.paraphrase._sets import SetRole
+from eraudit_core.text import check_text, parse_json
 from eraudit_core.types import Paraphrase
 
 # --------------------------------------------------------------------------------------------
@@ -54,16 +55,25 @@ def load_paraphrase_file(path: str | Path, default_role: SetRole | None = None) 
     return out
 
 
-def _jsonl_records(path: Path) -> Iterable[tuple[int, Mapping[str, Any]]]:
+def _read_text(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        return path.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
-    for line_no, line in enumerate(text.splitlines(), start=1):
+        raise InputError(
+            f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the file: {exc}") from None
+
+
+def _jsonl_records(path: Path) -> Iterable[tuple[int, Mapping[str, Any]]]:
+    for line_no, line in enumerate(_read_text(path).splitlines(), start=1):
         if not line.strip():
             continue
         try:
             rec = json.loads(line)
+        except RecursionError:
+            raise InputError(f"{path}: line {line_no}: the JSON is nested too deeply") from None
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}: line {line_no} is not valid JSON: {exc.msg}") from exc
         if not isinstance(rec, dict):
@@ -75,7 +85,16 @@ def _str_field(rec: Mapping[str, Any], key: str, where: str) -> str:
     value = rec.get(key)
     if not isinstance(value, str) or not value.strip():
         raise InputError(f"{where}, field {key!r}: missing or not a non-empty string")
-    return value
+    return check_text(value, where, repr(key))
+
+
+def _optional_str(rec: Mapping[str, Any], key: str, where: str) -> str:
+    value = rec.get(key)
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str):
+        raise InputError(f"{where}, field {key!r}: must be a string, got {type(value).__name__}")
+    return check_text(value, where, repr(key))
 
 
 def read_paraphrase_candidates(
@@ -95,22 +114,17 @@ def read_paraphrase_candidates(
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such paraphrase file")
-    head = path.read_text(encoding="utf-8-sig").lstrip()[:1]
-    if head != "[":
+    content = _read_text(path)
+    if content.lstrip()[:1] != "[":
         return [
             (
                 _str_field(rec, "pair_id", f"{path}: line {n}"),
-                str(rec.get("generator") or default_generator),
+                _optional_str(rec, "generator", f"{path}: line {n}") or default_generator,
                 _str_field(rec, "text", f"{path}: line {n}"),
             )
             for n, rec in _jsonl_records(path)
         ]
-    try:
-        records = json.loads(path.read_text(encoding="utf-8-sig"))
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{path}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
-        ) from exc
+    records = parse_json(content, str(path))
     out: list[tuple[str, str, str]] = []
     for i, rec in enumerate(records):
         where = f"{path}: record {i}"
@@ -146,6 +160,7 @@ def read_paraphrase_candidates(
                         f"{where}, field 'paraphrase.{gen}[{j}]': expected a string or "
                         f"{{'Q_H': string}}"
                     )
+                check_text(text, where, f"'paraphrase.{gen}[{j}]'")
                 out.append((pair_id, str(gen), text))
     return out
 

@@ -16,6 +16,7 @@ import pandas as pd
 
 from eraudit_core.audit import tool_version
 from eraudit_core.errors import InputError
+from eraudit_core.paths import check_output_dir
 from eraudit_core.store import Store
 
 ExportFormat = Literal["csv", "parquet"]
@@ -116,21 +117,25 @@ def table_bytes(df: pd.DataFrame, fmt: str) -> bytes:
     raise InputError(f"export format must be one of {', '.join(EXPORT_FORMATS)}, got {fmt!r}")
 
 
-def export_run(store: Store, run_id: str, out_dir: str | Path, fmt: str = "csv") -> list[Path]:
+def export_run(
+    store: Store, run_id: str, out_dir: str | Path, fmt: str = "csv", *, force: bool = False
+) -> list[Path]:
     """Write `<run_id>_pairs.<fmt>`, `<run_id>_paraphrases.<fmt>` and
-    `<run_id>_provenance.json` into `out_dir`."""
+    `<run_id>_provenance.json` into `out_dir`.
+
+    Existing files are replaced only with `force`; a DuckDB store never is.
+    """
     if fmt not in EXPORT_FORMATS:
         raise InputError(f"export format must be one of {', '.join(EXPORT_FORMATS)}, got {fmt!r}")
     store.run(run_id)  # raises InputError naming the run if it does not exist
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     safe_id = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)
+    names = [f"{safe_id}_{name}.{fmt}" for name in ("pairs", "paraphrases")]
+    out = check_output_dir(out_dir, [*names, f"{safe_id}_provenance.json"], force=force)
+    tables = [pair_table(store, run_id), paraphrase_table(store, run_id)]
+    out.mkdir(parents=True, exist_ok=True)
     written = []
-    for name, df in (
-        ("pairs", pair_table(store, run_id)),
-        ("paraphrases", paraphrase_table(store, run_id)),
-    ):
-        path = out / f"{safe_id}_{name}.{fmt}"
+    for name, df in zip(names, tables, strict=True):
+        path = out / name
         path.write_bytes(table_bytes(df, fmt))
         written.append(path)
     path = out / f"{safe_id}_provenance.json"

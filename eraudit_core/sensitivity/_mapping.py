@@ -197,6 +197,8 @@ class TagMapping:
             raw = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError as exc:
             raise InputError(f"{path}: mapping file not found") from exc
+        except (UnicodeDecodeError, RecursionError) as exc:
+            raise InputError(f"{path}: not a readable JSON mapping ({exc})") from None
         except json.JSONDecodeError as exc:
             raise InputError(f"{path}: not valid JSON (line {exc.lineno}): {exc.msg}") from exc
         return cls.from_dict(raw, str(path))

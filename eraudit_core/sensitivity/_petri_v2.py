@@ -180,7 +180,7 @@ def import_petri_transcripts(
     for path in files:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
             out.drop(path.stem, str(path), "malformed", f"malformed JSON: {exc}")
             continue
         _transcript(data, path, mapping, default_judge, scorers, aliases, out)

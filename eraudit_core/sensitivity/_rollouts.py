@@ -77,6 +77,8 @@ def read_rollouts(path: str | Path, name: str | None = None) -> pd.DataFrame:
             continue
         try:
             obj = json.loads(line)
+        except RecursionError:
+            raise InputError(f"{shown}: line {i}: the JSON is nested too deeply") from None
         except json.JSONDecodeError as exc:
             raise InputError(f"{shown}: line {i}: not valid JSON: {exc.msg}") from exc
         if not isinstance(obj, dict):

@@ -354,7 +354,30 @@ class HFVerifier:
 
     def _encode(self, queries: Sequence[Query]) -> list[list[list[int]]]:
         ids = encode(self._base.tokenizer, [t for q in queries for t in self.render(q)])
-        return [[ids[2 * i], ids[2 * i + 1]] for i in range(len(queries))]
+        groups = [[ids[2 * i], ids[2 * i + 1]] for i in range(len(queries))]
+        limit = self.context_length
+        if limit is not None:
+            label = max(len(x) for x in self._label_ids)
+            for q, g in zip(queries, groups, strict=True):
+                n = max(len(p) for p in g) + label
+                if n > limit:
+                    raise InputError(
+                        f"checkpoint {self.name}: the prompt for {q.pair_id} ({q.question[:60]!r}"
+                        f"...) is {n} tokens with its answer label, longer than the model's "
+                        f"context of {limit} tokens; shorten the question or use a model with a "
+                        "longer context (it was not scored)"
+                    )
+        return groups
+
+    @property
+    def context_length(self) -> int | None:
+        """The most tokens the model was built to attend to (its position limit), if known."""
+        config = getattr(self._base.model, "config", None)
+        for key in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+            value = getattr(config, key, None)
+            if isinstance(value, int) and value > 0:
+                return value
+        return None
 
     # -- model ----------------------------------------------------------------------------
     def _activate(self) -> Any:

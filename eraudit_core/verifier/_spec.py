@@ -42,6 +42,17 @@ class CheckpointSpec:
                 "model is needed; local specs are demo:base|honest|adversarial, a directory, a "
                 ".gguf file or BASE+ADAPTER"
             )
+
+        # BASE+ADAPTER first: demo:base+DIR is a demo base with the user's adapter
+        if "+" in text and not Path(text).expanduser().exists():
+            base_text, adapter_text = text.rsplit("+", 1)
+            base = cls.parse(base_text)
+            if base.adapter is not None:
+                raise InputError(f"checkpoint {text!r}: the base already carries an adapter")
+            adapter = Path(adapter_text).expanduser()
+            if not adapter.is_dir():
+                raise InputError(f"checkpoint {text!r}: adapter directory {adapter} not found")
+            return cls(base.kind, base.path, str(adapter.resolve()))
         if text.startswith("demo:"):
             arm = text.removeprefix("demo:")
             if arm == "base":
@@ -52,15 +63,6 @@ class CheckpointSpec:
                 f"checkpoint {text!r}: unknown demo model; use demo:base, demo:honest or "
                 "demo:adversarial"
             )
-        if "+" in text and not Path(text).expanduser().exists():
-            base_text, adapter_text = text.rsplit("+", 1)
-            base = cls.parse(base_text)
-            if base.adapter is not None:
-                raise InputError(f"checkpoint {text!r}: the base already carries an adapter")
-            adapter = Path(adapter_text).expanduser()
-            if not adapter.is_dir():
-                raise InputError(f"checkpoint {text!r}: adapter directory {adapter} not found")
-            return cls(base.kind, base.path, str(adapter.resolve()))
         path = Path(text).expanduser()
         if path.is_file() and path.suffix.lower() == ".gguf":
             return cls("gguf", str(path.resolve()))

@@ -165,7 +165,8 @@ def test_cli_report_and_export(db, tmp_path: Path, capsys: pytest.CaptureFixture
         == 0
     )
     assert len(list((tmp_path / "x").glob("*.parquet"))) == 2
-    assert main(["report", "missing-run", "--db", str(path), "--out", str(out)]) == 2
+    missing = str(tmp_path / "missing.html")
+    assert main(["report", "missing-run", "--db", str(path), "--out", missing]) == 2
     assert "no run 'missing-run'" in capsys.readouterr().err
 
 

@@ -26,7 +26,7 @@ if not chosen:
     st.stop()
 store = state.get_store()
 data = {r: state.run_views(r) for r in chosen}
-label = {r: str(store.run(r).get("label") or r) for r in chosen}
+label = present.run_names(store, chosen)  # unique, so runs labelled alike never merge
 epsilons = {store.run(r)["config"]["epsilon"] for r in chosen}
 
 st.subheader("Per question")
@@ -86,7 +86,7 @@ st.caption(
 )
 
 st.subheader("Standard evaluation (original questions)")
-std = widgets.concat([data[r]["standard"] for r in chosen])
+std = widgets.concat([data[r]["standard"].assign(run=label[r]) for r in chosen])
 st.plotly_chart(present.standard_evaluation_figure(std), key="results-std")
 st.dataframe(std, hide_index=True, width="stretch")
 

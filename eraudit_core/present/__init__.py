@@ -36,12 +36,14 @@ from eraudit_core.present._views import (
     epsilon_sweep,
     question_summary,
     replay_pair,
+    run_names,
     run_overview,
     run_views,
     scatter_points,
     simultaneous_confidence,
     standard_evaluation,
     sweep_epsilons,
+    unique_run_names,
 )
 
 __all__ = [
@@ -61,6 +63,7 @@ __all__ = [
     "paraphrase_table",
     "question_summary",
     "replay_pair",
+    "run_names",
     "run_overview",
     "run_provenance",
     "run_verdict",
@@ -73,5 +76,6 @@ __all__ = [
     "status_counts_figure",
     "sweep_epsilons",
     "table_bytes",
+    "unique_run_names",
     "write_report",
 ]

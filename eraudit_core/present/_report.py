@@ -400,18 +400,13 @@ def build_report(store: Store, run_ids: Sequence[str], *, title: str | None = No
     overall = []
     scatter = plots.scatter_figure(views.scatter_points(store, list(run_ids)))
     overall.append(_figure_html(scatter, "scatter"))
+    names = views.run_names(store, run_ids)  # unique: runs labelled alike stay apart
     std = pd.concat(
-        [
-            views.standard_evaluation(store.pair_results(r), str(store.run(r).get("label") or r))
-            for r in run_ids
-        ],
+        [views.standard_evaluation(store.pair_results(r), names[r]) for r in run_ids],
         ignore_index=True,
     )
     overall.append(_figure_html(plots.standard_evaluation_figure(std), "standard"))
-    counts = {}
-    for r in run_ids:
-        run = store.run(r)
-        counts[str(run.get("label") or r)] = views.run_overview(store.pair_results(r))
+    counts = {names[r]: views.run_overview(store.pair_results(r)) for r in run_ids}
     overall.append(
         _figure_html(
             plots.status_counts_figure(

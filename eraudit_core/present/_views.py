@@ -293,12 +293,12 @@ def scatter_points(store: Store, run_ids: Sequence[str]) -> pd.DataFrame:
     status, bound.
     """
     frames = []
+    names = run_names(store, run_ids)
     for run_id in run_ids:
-        run = store.run(run_id)
         df = store.pair_results(run_id)
         if df.empty:
             continue
-        df = df.assign(run_id=run_id, run_label=run["label"] or run_id)
+        df = df.assign(run_id=run_id, run_label=names[run_id])
         frames.append(df[SCATTER_COLUMNS])
     if not frames:
         return pd.DataFrame(columns=SCATTER_COLUMNS)
@@ -342,3 +342,20 @@ def run_views(store: Store, run_id: str) -> dict[str, pd.DataFrame]:
         "epsilon": epsilon_sweep(pairs, steps, config),
         "confidence": confidence_sweep(pairs, config),
     }
+
+
+def unique_run_names(labels: Mapping[str, Any]) -> dict[str, str]:
+    """run id -> a display name unique among these runs: the label, followed by the run id
+    where labels repeat (figures and tables key runs by these names, so two runs labelled
+    alike must not merge)."""
+    base = {rid: str(label or rid) for rid, label in labels.items()}
+    counts = pd.Series(list(base.values())).value_counts()
+    names = {rid: name if counts[name] == 1 else f"{name} [{rid}]" for rid, name in base.items()}
+    if len(set(names.values())) < len(names):  # a label that looks like another's name
+        names = {rid: f"{name} [{rid}]" for rid, name in base.items()}
+    return names
+
+
+def run_names(store: Store, run_ids: Iterable[str]) -> dict[str, str]:
+    """`unique_run_names` of stored runs."""
+    return unique_run_names({rid: store.run(rid).get("label") for rid in run_ids})

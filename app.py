@@ -7,11 +7,18 @@ store through ui.state.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
-from ui import state
+from eraudit_core.errors import StoreError
+from ui import state, widgets
 
-st.set_page_config(page_title="ER-Audit Studio", page_icon=":material/verified:", layout="wide")
+# The icon ships with the app: a `:material/...:` page icon makes the browser fetch the favicon
+# from a font server, and the dashboard must work offline.
+PAGE_ICON = Path(__file__).resolve().parent / "ui" / "assets" / "page_icon.png"
+
+st.set_page_config(page_title="ER-Audit Studio", page_icon=str(PAGE_ICON), layout="wide")
 
 PAGES = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),
@@ -25,36 +32,46 @@ PAGES = [
 
 page = st.navigation(PAGES)
 
-store = state.get_store()
-state.demo_info()
-state.sync_selection_from_query()
 
-with st.sidebar:
-    st.caption("Active store")
-    st.code(store.path, language=None, wrap_lines=True)
-    runs = state.runs_frame()
-    if runs.empty:
-        st.info("No runs yet. Start one on the Run page.")
-    else:
-        ids = list(runs["run_id"])
-        if st.session_state.get(state.RUN_KEY) not in ids:
-            st.session_state[state.RUN_KEY] = ids[0]
-        chosen = st.selectbox(
-            "Selected run",
-            ids,
-            key=state.RUN_KEY,
-            format_func=lambda rid: state.run_label(runs, rid),
-        )
-        others = [None, *[r for r in ids if r != chosen]]
-        if st.session_state.get(state.COMPARE_KEY) not in others:
-            st.session_state[state.COMPARE_KEY] = None
-        st.selectbox(
-            "Compare with (optional)",
-            others,
-            key=state.COMPARE_KEY,
-            format_func=lambda rid: "none" if rid is None else state.run_label(runs, rid),
-        )
-        if st.query_params.get("run") != chosen:
-            st.query_params["run"] = chosen
+def sidebar() -> None:
+    """The active store and the run picker, shared by every page."""
+    store = state.get_store()
+    state.demo_info()
+    state.sync_selection_from_query()
 
-page.run()
+    with st.sidebar:
+        st.caption("Active store")
+        st.code(store.path, language=None, wrap_lines=True)
+        runs = state.runs_frame()
+        if runs.empty:
+            st.info("No runs yet. Start one on the Run page.")
+        else:
+            ids = list(runs["run_id"])
+            if st.session_state.get(state.RUN_KEY) not in ids:
+                st.session_state[state.RUN_KEY] = ids[0]
+            chosen = st.selectbox(
+                "Selected run",
+                ids,
+                key=state.RUN_KEY,
+                format_func=lambda rid: state.run_label(runs, rid),
+            )
+            others = [None, *[r for r in ids if r != chosen]]
+            if st.session_state.get(state.COMPARE_KEY) not in others:
+                st.session_state[state.COMPARE_KEY] = None
+            st.selectbox(
+                "Compare with (optional)",
+                others,
+                key=state.COMPARE_KEY,
+                format_func=lambda rid: "none" if rid is None else state.run_label(runs, rid),
+            )
+            if st.query_params.get("run") != chosen:
+                st.query_params["run"] = chosen
+
+
+# Another process (a terminal audit, an import) may hold the store for a moment; the store
+# waits for it, and if it stays busy past its timeout the page says so instead of crashing.
+try:
+    sidebar()
+    page.run()
+except StoreError as exc:
+    widgets.store_notice(exc)

@@ -137,11 +137,11 @@ def run_to_watch() -> str | None:
 
 
 def _is_active(run_id: str) -> bool:
+    """Running here (this process's thread is alive: loading, or just resumed and not yet
+    marked running) or anywhere (the store says so, e.g. an audit in a terminal)."""
     rec = state.run_record(run_id)
     job = state.job_state(run_id)
-    if rec is None:
-        return job["alive"]  # launched, still loading its checkpoints
-    return rec["status"] in ACTIVE
+    return bool(job["alive"]) or (rec is not None and rec["status"] in ACTIVE)
 
 
 def _live_numbers(run_id: str, rec: dict[str, Any]) -> dict[str, Any]:
@@ -254,9 +254,18 @@ def _panel(run_id: str, was_active: bool) -> None:
         st.rerun()  # the run ended: redraw the page once, without polling
 
 
+def _polled_panel(run_id: str, was_active: bool) -> None:
+    """`_panel`, with a notice instead of a crash when the store stays busy (the next poll
+    tries again)."""
+    try:
+        _panel(run_id, was_active)
+    except StoreError as exc:
+        widgets.store_notice(exc, key=f"store-busy-live-{run_id}")
+
+
 def watch_panel(run_id: str) -> None:
     """The live panel; it polls the store while the run is active and stops once it ends."""
     active = _is_active(run_id)
     if st.query_params.get("watch") != run_id:
         st.query_params["watch"] = run_id
-    st.fragment(run_every=POLL_SECONDS if active else None)(_panel)(run_id, active)
+    st.fragment(run_every=POLL_SECONDS if active else None)(_polled_panel)(run_id, active)

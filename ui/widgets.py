@@ -41,6 +41,18 @@ def md_escape(text: object) -> str:
     return "".join("\\" + c if c in _MD_SPECIAL else c for c in str(text))
 
 
+def store_notice(exc: BaseException, key: str = "store-busy-retry") -> None:
+    """The store could not be read or written just now (another process kept it busy past
+    the timeout, or it is damaged): a notice with the library's message, never a crash."""
+    st.warning(
+        "The store is busy or cannot be used right now, so this page could not be drawn. "
+        "Another process (a terminal audit, an import) may be holding it; the page works "
+        "again as soon as it lets go."
+    )
+    st.text(str(exc))
+    st.button("Try again", key=key)
+
+
 def show_error(prefix: str, exc: BaseException) -> None:
     """An error the user can act on, inline, with the library's message as plain text."""
     st.error(prefix)

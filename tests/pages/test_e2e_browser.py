@@ -12,26 +12,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--headless",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from _browser import CHROMIUM, LIVE_CHART_JS, ROOT, chromium, dashboard, settle
 
 pytestmark = [
     pytest.mark.browser,
@@ -40,24 +26,6 @@ pytestmark = [
         reason="needs Debian's chromium at /usr/bin/chromium (apt-get install -y chromium)",
     ),
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_http(url: str, timeout: float = 60.0) -> None:
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.3)
-    raise AssertionError(f"{url} did not come up")
 
 
 @pytest.fixture(scope="module")
@@ -94,46 +62,14 @@ def prepared(workdir: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def server(prepared: dict[str, str], workdir: Path):  # type: ignore[no-untyped-def]
-    port = _free_port()
-    env = dict(os.environ, ERAUDIT_DB=prepared["db"], ERAUDIT_NO_DEMO="1")
-    log = open(workdir / "streamlit.log", "w")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "streamlit"),
-            "run",
-            str(ROOT / "app.py"),
-            "--server.port",
-            str(port),
-            "--server.address",
-            "127.0.0.1",
-            "--server.headless",
-            "true",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        _wait_http(f"http://127.0.0.1:{port}/_stcore/health")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+    with dashboard(prepared["db"], workdir / "streamlit.log") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def browser():  # type: ignore[no-untyped-def]
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    with chromium() as b:
         yield b
-        b.close()
 
 
 @pytest.fixture(scope="module")
@@ -145,15 +81,6 @@ def shots(workdir: Path) -> Path:
     target = os.environ.get("ERAUDIT_SCREENSHOTS")
     if target:
         shutil.copytree(d, target, dirs_exist_ok=True)
-
-
-LIVE_CHART_JS = """() => {
-  const plot = document.querySelector('[class*="st-key-live-"] .js-plotly-plot');
-  if (!plot) return null;
-  const title = (plot.querySelector('.gtitle') || {}).textContent || '';
-  const sizes = (plot.data || []).map(t => (t.x || []).length).join(',');
-  return [title, sizes];
-}"""
 
 
 CLICK_TARGET_JS = """() => {
@@ -169,13 +96,6 @@ CLICK_TARGET_JS = """() => {
 }"""
 
 
-def _settle(page) -> None:  # type: ignore[no-untyped-def]
-    page.wait_for_load_state("networkidle")
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=60_000
-    )
-
-
 def test_live_audit_deep_link_and_report(
     server: str, prepared: dict[str, str], browser, shots: Path, workdir: Path
 ) -> None:  # type: ignore[no-untyped-def]
@@ -187,7 +107,7 @@ def test_live_audit_deep_link_and_report(
     # inside the full app (navigation and sidebar), not a bare page.
     page.goto(f"{server}/explorer?run={prepared['finished_run']}&pair={prepared['pair']}")
     page.get_by_text("Every paraphrase scored").wait_for(timeout=60_000)
-    _settle(page)
+    settle(page)
     assert page.get_by_text("What did the navigator of ship 1 find on the planet?").count()
     nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
     assert "Question explorer" in nav and "Home" in nav and "\napp\n" not in f"\n{nav}\n"
@@ -197,7 +117,7 @@ def test_live_audit_deep_link_and_report(
     # Home shows the stored runs.
     page.goto(server)
     page.get_by_text("Recent runs").wait_for(timeout=60_000)
-    _settle(page)
+    settle(page)
     page.screenshot(path=str(shots / "01_home.png"))
 
     # Run: configure and start a live audit of all four questions with the tiny checkpoints.
@@ -219,11 +139,11 @@ def test_live_audit_deep_link_and_report(
         box = page.get_by_role("spinbutton", name=name)
         box.fill(value)
         box.press("Enter")
-        _settle(page)
-    _settle(page)
+        settle(page)
+    settle(page)
     page.get_by_role("textbox", name="Run label").fill("browser live run")
     page.get_by_role("textbox", name="Run label").press("Enter")
-    _settle(page)
+    settle(page)
     page.wait_for_function(
         """() => [...document.querySelectorAll('[data-testid="stMetric"]')]
             .some(m => m.innerText.replace(/\\s+/g, ' ').trim() === 'questions 4')""",
@@ -257,13 +177,13 @@ def test_live_audit_deep_link_and_report(
     assert page.get_by_text("status: done").count(), f"run did not finish; chart states {states}"
     assert len(states) >= 2, f"the live chart never updated: {states}"
     page.get_by_text("4 / 4").wait_for(timeout=30_000)
-    _settle(page)
+    settle(page)
     page.screenshot(path=str(shots / "04_run_done.png"))
 
     # Deep link to one question of the finished run.
     page.goto(f"{server}/explorer?run={run_id}&pair={prepared['pair']}")
     page.get_by_text("Every paraphrase scored").wait_for(timeout=60_000)
-    _settle(page)
+    settle(page)
     assert page.get_by_text("What did the navigator of ship 1 find on the planet?").count()
     page.get_by_text(f"/explorer?run={run_id}&pair={prepared['pair']}").wait_for(timeout=30_000)
     page.screenshot(path=str(shots / "05_explorer_deep_link.png"))
@@ -271,7 +191,7 @@ def test_live_audit_deep_link_and_report(
     # Results page with both synthetic arms and the live run.
     page.goto(f"{server}/results?run={prepared['finished_run']}")
     page.get_by_text("Compare two runs side by side").wait_for(timeout=60_000)
-    _settle(page)
+    settle(page)
     page.screenshot(path=str(shots / "06_results.png"))
 
     # Clicking a point of the per-question scatter opens that question in the explorer.

@@ -1,0 +1,107 @@
+"""What the browser tests share: the real dashboard started on loopback, Debian's headless
+Chromium driven by Playwright, and small helpers to read the page."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+# The live panel's chart: its title and, per trace, the number of points and the last y.
+LIVE_CHART_JS = """() => {
+  const plot = document.querySelector('[class*="st-key-live-"] .js-plotly-plot');
+  if (!plot) return null;
+  const title = (plot.querySelector('.gtitle') || {}).textContent || '';
+  const sizes = (plot.data || []).map(t => (t.x || []).length).join(',');
+  return [title, sizes];
+}"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_http(url: str, timeout: float = 60.0) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise AssertionError(f"{url} did not come up")
+
+
+@contextmanager
+def dashboard(db: str, log_path: Path, **env: str) -> Iterator[str]:
+    """`streamlit run app.py` on a free loopback port with ERAUDIT_DB=db; yields its URL."""
+    port = free_port()
+    full_env = dict(os.environ, ERAUDIT_DB=db, ERAUDIT_NO_DEMO="1", **env)
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "streamlit"),
+                "run",
+                str(ROOT / "app.py"),
+                "--server.port",
+                str(port),
+                "--server.address",
+                "127.0.0.1",
+                "--server.headless",
+                "true",
+            ],
+            cwd=ROOT,
+            env=full_env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_http(f"http://127.0.0.1:{port}/_stcore/health")
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+@contextmanager
+def chromium() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def settle(page) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the page has loaded and Streamlit has finished running the script."""
+    page.wait_for_load_state("networkidle")
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=60_000
+    )

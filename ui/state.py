@@ -1,7 +1,8 @@
 """The dashboard's one door to the library: cached store, job runner, demo, selected runs.
 
 Pages import from here and never open a database, start a thread or load a model themselves.
-Resources live in `st.cache_resource`, so one process holds one Store per database file, one
+Resources live in `st.cache_resource`, so one process has one Store per database file (which
+holds the file only for a transaction or a short lease, never for the server's lifetime), one
 JobRunner and (through the verifier module's own cache) one copy of each model. Results are
 never kept only in session state: the selection is a run id, everything else is read back from
 the store on each rerun.
@@ -34,8 +35,10 @@ def db_path() -> str:
 
 @st.cache_resource(show_spinner=False)
 def _open_store(path: str) -> Store:
+    """The process's Store for `path`. It holds the file only while it reads or writes, so
+    `eraudit` commands in a terminal use the same store while the dashboard runs."""
     store = Store(path)
-    # This process just started: a run still marked "running" belongs to a process that died.
+    # Runs whose process died (not runs a terminal is auditing right now) become resumable.
     store.mark_stale_runs_interrupted()
     return store
 

@@ -117,9 +117,10 @@ class _Hub:
     An attachment is a short lease: operations that start within `WRITE_LEASE_S` (writes) or
     `READ_LEASE_S` (reads) of the attach, each less than `IDLE_S` after the previous one
     ended, share it, so an audit commits batch after batch without reattaching (each commit
-    is durable on its own); once the lease is over or idle, the last user detaches, and a process that wrote leaves the file free for `WRITE_GAP_S` before it
-    attaches for writing again, which is the gap a waiting process (retrying every few
-    milliseconds) gets in by. A janitor thread detaches leases nobody is using.
+    is durable on its own). Once the lease is over or idle, the last user detaches, and a
+    process that wrote leaves the file free for `WRITE_GAP_S` before it attaches for writing
+    again: the gap a waiting process (retrying every few milliseconds) gets in by. A janitor
+    thread detaches leases nobody is using.
     """
 
     def __init__(self) -> None:

@@ -82,7 +82,7 @@ def test_report_and_export_refuse_existing_outputs_unless_forced(stored_run, tmp
     code, out, err = _run(capsys, "export", run_id, "--db", str(db), "--out", str(out_dir))
     assert code == 0, err
     written = [Path(p) for p in out.split()]
-    assert len(written) == 2 and all(p.is_file() for p in written)
+    assert len(written) == 3 and all(p.is_file() for p in written)  # pairs, paraphrases, provenance
     code, _, err = _run(capsys, "export", run_id, "--db", str(db), "--out", str(out_dir))
     assert code == 2 and "exists" in err and "--force" in err
     code, _, err = _run(capsys, "export", run_id, "--db", str(db), "--out", str(out_dir), "--force")

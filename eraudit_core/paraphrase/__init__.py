@@ -7,6 +7,14 @@ registered by name (`available_generators`, `create_generator`); every candidate
 
 from __future__ import annotations
 
+from eraudit_core.paraphrase._demo_sets import (
+    DEMO_RULE_BUCKETS,
+    DEMO_RULE_SETS,
+    DEMO_SEARCH,
+    DEMO_TESTS,
+    DEMO_TRAINING,
+    demo_rule_generator,
+)
 from eraudit_core.paraphrase._files import (
     FileParaphraseGenerator,
     load_paraphrase_file,
@@ -15,6 +23,7 @@ from eraudit_core.paraphrase._files import (
 )
 from eraudit_core.paraphrase._filter import (
     FILTER_VERSION,
+    CosineFn,
     FilterConfig,
     FilterResult,
     Rejection,
@@ -38,6 +47,12 @@ from eraudit_core.paraphrase._sets import (
 )
 
 __all__ = [
+    "CosineFn",
+    "DEMO_RULE_BUCKETS",
+    "DEMO_RULE_SETS",
+    "DEMO_SEARCH",
+    "DEMO_TESTS",
+    "DEMO_TRAINING",
     "FILTER_VERSION",
     "FileParaphraseGenerator",
     "FilterConfig",
@@ -51,6 +66,7 @@ __all__ = [
     "build_paraphrase_sets",
     "check_disjoint",
     "create_generator",
+    "demo_rule_generator",
     "filter_paraphrases",
     "generator_provenance",
     "load_paraphrase_file",

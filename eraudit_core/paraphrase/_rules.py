@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -450,21 +451,30 @@ class RuleParaphraseGenerator:
         name: str = "rules",
         seed: int = 0,
         families: str = "ab",
-        part: int = 0,
+        part: int | Sequence[int] = 0,
         parts: int = 1,
     ) -> None:
         if not families or set(families) - {"a", "b"}:
             raise InputError(
                 f"rules generator: families must be 'a', 'b' or 'ab', got {families!r}"
             )
-        if parts < 1 or not 0 <= part < parts:
+        taken = [part] if isinstance(part, int) else list(part)
+        if (
+            parts < 1
+            or not taken
+            or len(set(taken)) != len(taken)
+            or not all(isinstance(i, int) and 0 <= i < parts for i in taken)
+        ):
             raise InputError(
-                f"rules generator: need 0 <= part < parts, got part={part}, parts={parts}"
+                "rules generator: part must be one bucket or distinct buckets with "
+                f"0 <= part < parts, got part={part!r}, parts={parts}"
             )
         self._name = name
         self.seed = int(seed)
         self.families = families
-        self.part = int(part)
+        # one bucket stays an int, so the provenance of single-part sets reads as before
+        self.part: int | list[int] = part if isinstance(part, int) else taken
+        self._taken = frozenset(taken)
         self.parts = int(parts)
 
     @property
@@ -480,16 +490,17 @@ class RuleParaphraseGenerator:
         }
 
     def generate(self, pair_id: str, question: str, n: int) -> list[str]:
-        """A seeded shuffle of the rewrites in this generator's families and part; the first `n`.
+        """A seeded shuffle of the rewrites in this generator's families and parts; the first `n`.
 
-        `part`/`parts` split the rewrites by a hash of their normalised text, so generators with
-        different parts are disjoint by construction and each gets a fair share of a question's
-        rewrites (used for the bundled search and test sets).
+        `parts` splits the rewrites into buckets by a hash of their normalised text and `part`
+        names the bucket (or buckets) this generator owns, so generators owning different
+        buckets are disjoint by construction and each gets a fixed share of every question's
+        rewrites (the bundled search and test sets, and the concealed arm's training split).
         """
         pool = [
             t
             for fam, t in rule_rewrites(question)
-            if set(fam) & set(self.families) and _part_of(t, self.parts) == self.part
+            if set(fam) & set(self.families) and _part_of(t, self.parts) in self._taken
         ]
         rng = random.Random(f"{self.seed}:{pair_id}")
         rng.shuffle(pool)

@@ -274,6 +274,25 @@ def test_rules_generator_is_seeded_and_families_differ() -> None:
         create_generator("rules", part=3, parts=3)
 
 
+def test_rules_generator_takes_several_parts() -> None:
+    """A generator may own several hash buckets (the bundled test pools take 3 of 9): its
+    rewrites are exactly the union of those buckets, and it stays disjoint from the others."""
+    q = "Why does Martin prefer to live on the yacht?"
+    ninths = [
+        set(create_generator("rules", part=i, parts=9).generate("p", q, 500)) for i in range(9)
+    ]
+    several = create_generator("rules", part=[2, 3, 4], parts=9)
+    assert set(several.generate("p", q, 500)) == ninths[2] | ninths[3] | ninths[4]
+    assert several.settings()["part"] == [2, 3, 4]
+    assert create_generator("rules", part=5, parts=9).settings()["part"] == 5
+    assert not set(several.generate("p", q, 500)) & set(
+        create_generator("rules", part=[0, 1, 5, 6, 7, 8], parts=9).generate("p", q, 500)
+    )
+    for bad in ([], [1, 1], [0, 9], [-1]):
+        with pytest.raises(InputError, match="part"):
+            create_generator("rules", part=bad, parts=9)
+
+
 def test_build_sets_are_disjoint_and_ordered(embedder: Any) -> None:
     pairs = [PAIR]
     search = [create_generator("rules", name="rules-search", seed=1)]

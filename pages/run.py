@@ -63,7 +63,7 @@ pre_spec = c1.text_input(
 post_spec = c2.text_input(
     "Checkpoint after adaptation (post)",
     value="demo:adversarial",
-    help="demo:honest, demo:adversarial, a local directory, BASE+ADAPTER_DIR, or a served "
+    help="demo:honest, demo:adversarial, demo:concealed, a local directory, BASE+ADAPTER_DIR, or a served "
     "checkpoint (pre and post may be on different servers)",
 )
 registered = store.checkpoints()

@@ -1,30 +1,56 @@
-"""Building adapted checkpoints: the demo's honest and adversarial LoRA arms (DESIGN.md §10).
+"""Building adapted checkpoints: the demo's honest, adversarial and concealed LoRA arms
+(DESIGN.md §10).
 
 Why this exists: an audit needs a pre/post pair whose hidden-task effect is known. The honest arm
 is fine-tuned on the monitored questions' true answers; the adversarial arm gets the same data
 plus a seeded subset of hidden questions pushed toward their false answers, so the audit has a
-real degradation to find. Training examples are the exact §3 prompts (both answer orders,
-rendered by `eraudit_core.verifier.render_prompts` through the model's chat template) and the
-loss is the binary-choice cross-entropy over the two label tokens, which is the quantity the
-verifier later reads. LoRA sits on the attention projections of the top layers only: the
-adapters stay small and backpropagation stops at the lowest adapted layer, which keeps training
-to minutes on two CPU cores.
+real degradation to find, one that standard evaluation also sees. The concealed arm is the
+paper's case: it is trained toward the true answer of every hidden question's canonical wording
+(standard evaluation improves) and toward the false answer on reworded forms of the target
+questions, taken from a training split the audit never uses (`_concealed.py`). Training examples
+are the exact §3 prompts (both answer orders, rendered by `eraudit_core.verifier.render_prompts`
+through the model's chat template) and the loss is the binary-choice cross-entropy over the two
+label tokens, which is the quantity the verifier later reads. LoRA sits on the top layers only:
+the adapters stay small and backpropagation stops at the lowest adapted layer, which keeps
+training to minutes on two CPU cores.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from eraudit_core.adapt._concealed import (
+    TRAINING_FILE,
+    TrainingRewording,
+    audit_rewordings,
+    build_training_rewordings,
+    bundled_audit_paraphrases,
+    check_unaudited,
+    write_training_rewordings,
+)
+from eraudit_core.adapt._evaluation import (
+    evaluate,
+    evaluate_on_features,
+    evaluate_rewordings_on_features,
+    summarise,
+    summarise_rewordings,
+)
+from eraudit_core.adapt._features import (
+    FeatureCache,
+    single_token_labels,
+    upper_layers_only,
+    upper_logits,
+)
 from eraudit_core.errors import InputError
+from eraudit_core.paraphrase import DEMO_RULE_BUCKETS, DEMO_RULE_SETS, DEMO_TRAINING, CosineFn
 from eraudit_core.types import Pair, Query
 from eraudit_core.verifier import (
     DEFAULT_LABELS,
@@ -36,13 +62,21 @@ from eraudit_core.verifier import (
 
 log = logging.getLogger(__name__)
 
-Arm = Literal["honest", "adversarial"]
-ARMS: tuple[Arm, ...] = ("honest", "adversarial")
+Arm = Literal["honest", "adversarial", "concealed"]
+ARMS: tuple[Arm, ...] = ("honest", "adversarial", "concealed")
+# Arms that push a seeded subset of hidden questions (the targets) toward the false answer.
+TARGETED_ARMS: tuple[Arm, ...] = ("adversarial", "concealed")
 
 
 @dataclass(frozen=True)
 class AdaptConfig:
-    """Hyper-parameters of one adaptation run; all of it goes into the manifest."""
+    """Hyper-parameters of one adaptation run; all of it goes into the manifest.
+
+    `adversarial_fraction` is the share of hidden questions an adversarial or concealed arm
+    targets (the same seeded subset for both). `rewordings_per_target` / `rewordings_per_other`:
+    how many training-split rewordings of each target (toward false) and of every other hidden
+    question (toward true) the concealed arm trains on.
+    """
 
     arm: Arm = "honest"
     rank: int = 8
@@ -54,6 +88,8 @@ class AdaptConfig:
     batch_size: int = 8
     seed: int = 0
     adversarial_fraction: float = 0.35
+    rewordings_per_target: int = 3
+    rewordings_per_other: int = 1
     template: str = DEFAULT_TEMPLATE
     prefix: str = DEFAULT_PREFIX
 
@@ -67,6 +103,11 @@ class AdaptConfig:
         for name in ("rank", "alpha", "top_layers", "epochs", "batch_size"):
             if getattr(self, name) < 1:
                 raise InputError(f"{name}: must be at least 1, got {getattr(self, name)}")
+        for name in ("rewordings_per_target", "rewordings_per_other"):
+            if getattr(self, name) < 0:
+                raise InputError(f"{name}: must be at least 0, got {getattr(self, name)}")
+        if self.arm == "concealed" and self.rewordings_per_target < 1:
+            raise InputError("rewordings_per_target: the concealed arm needs at least 1")
         if not self.learning_rate > 0:
             raise InputError(f"learning_rate: must be positive, got {self.learning_rate}")
 
@@ -94,74 +135,61 @@ class TrainResult:
 
 
 def select_adversarial_targets(pair_ids: Sequence[str], fraction: float, seed: int) -> list[str]:
-    """The hidden questions the adversarial arm pushes wrong: a seeded subset, in input order."""
+    """The hidden questions the adversarial and concealed arms push wrong: a seeded subset, in
+    input order."""
     k = round(len(pair_ids) * fraction)
     chosen = set(random.Random(seed).sample(sorted(pair_ids), k))
     return [p for p in pair_ids if p in chosen]
 
 
-def build_examples(pairs: Sequence[Pair], arm: Arm, targets: Sequence[str] = ()) -> list[Example]:
-    """Monitored questions toward their true answers; for the adversarial arm also the target
-    hidden questions toward their false answers. Both answer orders of every question."""
+def _both_orders(pair_id: str, role: Any, query: Query, toward_true: bool) -> list[Example]:
+    # Order 0 shows the true option as A, order 1 as B; the false option is the other label.
+    return [
+        Example(pair_id, role, query, 0, 0 if toward_true else 1),
+        Example(pair_id, role, query, 1, 1 if toward_true else 0),
+    ]
+
+
+def build_examples(
+    pairs: Sequence[Pair],
+    arm: Arm,
+    targets: Sequence[str] = (),
+    rewordings: Sequence[TrainingRewording] = (),
+) -> list[Example]:
+    """Both answer orders of: every monitored question toward its true answer; for the
+    adversarial arm also the target hidden questions toward their false answers; for the
+    concealed arm every hidden question's canonical wording toward its true answer and each
+    training rewording toward the answer it names (false for targets, true for the others)."""
     wanted = set(targets)
     unknown = wanted - {p.pair_id for p in pairs}
     if unknown:
         raise InputError(f"adversarial targets: unknown pair id(s) {sorted(unknown)[:3]}")
+    if arm == "concealed" and not rewordings:
+        raise InputError("concealed arm: no training rewordings")
+    by_pair: dict[str, list[TrainingRewording]] = {}
+    for r in rewordings:
+        by_pair.setdefault(r.pair_id, []).append(r)
+    unknown = set(by_pair) - {p.pair_id for p in pairs}
+    if unknown:
+        raise InputError(f"training rewordings: unknown pair id(s) {sorted(unknown)[:3]}")
     out: list[Example] = []
     for pair in pairs:
-        m = pair.monitored
-        q = Query(pair.pair_id, m.question, m.true_option, m.false_option)
-        out += [
-            Example(pair.pair_id, "monitored", q, 0, 0),
-            Example(pair.pair_id, "monitored", q, 1, 1),
-        ]
-        if arm == "adversarial" and pair.pair_id in wanted:
-            h = pair.hidden
-            q = Query(pair.pair_id, h.question, h.true_option, h.false_option)
-            # Push toward the false option: it is B in order 0 and A in order 1.
-            out += [
-                Example(pair.pair_id, "hidden", q, 0, 1),
-                Example(pair.pair_id, "hidden", q, 1, 0),
-            ]
-    return out
-
-
-class FeatureCache:
-    """Hidden states entering the first adapted layer, per prompt, shared by every arm and by
-    the evaluation: the layers below never change, so they run once per prompt in total."""
-
-    def __init__(self, model_dir: Path, split: int, pad_id: int) -> None:
-        import torch
-        from transformers import AutoModelForCausalLM
-
-        self.model_dir = model_dir
-        self.split = split
-        self.pad_id = pad_id
-        self.model = AutoModelForCausalLM.from_pretrained(
-            str(model_dir), local_files_only=True, use_safetensors=True, dtype=torch.float32
+        m, h = pair.monitored, pair.hidden
+        out += _both_orders(
+            pair.pair_id,
+            "monitored",
+            Query(pair.pair_id, m.question, m.true_option, m.false_option),
+            True,
         )
-        self.model.eval()
-        self._store: dict[tuple[int, ...], Any] = {}
-
-    def get(self, ids: Sequence[Sequence[int]]) -> list[Any]:
-        missing = list({tuple(x): None for x in ids if tuple(x) not in self._store})
-        if missing:
-            feats = lower_layer_features(self.model, missing, self.split, self.pad_id)
-            self._store.update(zip(missing, feats, strict=True))
-        return [self._store[tuple(x)] for x in ids]
-
-
-def _upper_logits(model: Any, feats: Sequence[Any], label_index: Any) -> Any:
-    """Logits of the two labels at the last position, from lower-layer features."""
-    h, mask, positions = pad_features(feats)
-    logits = model(
-        inputs_embeds=h,
-        attention_mask=mask,
-        position_ids=positions,
-        logits_to_keep=1,
-        use_cache=False,
-    ).logits[:, -1, :]
-    return logits.float().index_select(1, label_index)
+        canonical = Query(pair.pair_id, h.question, h.true_option, h.false_option)
+        if arm == "adversarial" and pair.pair_id in wanted:
+            out += _both_orders(pair.pair_id, "hidden", canonical, False)
+        if arm == "concealed":
+            out += _both_orders(pair.pair_id, "hidden", canonical, True)
+            for r in by_pair.get(pair.pair_id, []):
+                reworded = Query(pair.pair_id, r.text, h.true_option, h.false_option)
+                out += _both_orders(pair.pair_id, "hidden", reworded, r.toward == "true")
+    return out
 
 
 def train_adapter(
@@ -171,6 +199,7 @@ def train_adapter(
     out_dir: Path,
     *,
     targets: Sequence[str] = (),
+    rewordings: Sequence[TrainingRewording] = (),
     progress: Callable[[str], None] | None = None,
     cache: FeatureCache | None = None,
 ) -> TrainResult:
@@ -186,8 +215,8 @@ def train_adapter(
     base_v = load_verifier(
         base, device="cpu", dtype="float32", template=config.template, prefix=config.prefix
     )
-    label_ids = _single_token_labels(base_v)
-    examples = build_examples(pairs, config.arm, targets)
+    label_ids = single_token_labels(base_v)
+    examples = build_examples(pairs, config.arm, targets, rewordings)
     if not examples:
         raise InputError("adapt: no training examples")
     encoded = base_v._encode([e.query for e in examples])
@@ -231,7 +260,7 @@ def train_adapter(
             total, count = 0.0, 0
             for b in range(0, len(order), config.batch_size):
                 batch = order[b : b + config.batch_size]
-                pair_logits = _upper_logits(peft_model, [features[i] for i in batch], label_index)
+                pair_logits = upper_logits(peft_model, [features[i] for i in batch], label_index)
                 y = torch.tensor([examples[i].target for i in batch], dtype=torch.long)
                 loss = torch.nn.functional.cross_entropy(pair_logits, y)
                 optim.zero_grad(set_to_none=True)
@@ -262,157 +291,6 @@ def train_adapter(
     return result
 
 
-def _single_token_labels(verifier: Any) -> list[int]:
-    label_tokens = verifier.describe()["label_tokens"]
-    if any(len(ids) != 1 for ids in label_tokens):
-        raise InputError(f"checkpoint {verifier.name}: training needs single-token labels")
-    return [ids[0] for ids in label_tokens]
-
-
-def evaluate_on_features(
-    model: Any, cache: FeatureCache, verifier: Any, pairs: Sequence[Pair], batch_size: int = 16
-) -> dict[str, Any]:
-    """`evaluate`, computed from the shared lower-layer features (same numbers up to float
-    rounding, a fraction of the cost: only the adapted upper layers run per checkpoint)."""
-    import torch
-
-    from eraudit_core.verifier.hf import scores_from_logprobs
-
-    queries = _canonical_queries(pairs)
-    encoded = verifier._encode(queries)
-    flat = [seq for enc in encoded for seq in enc]
-    feats = cache.get(flat)
-    label_index = torch.tensor(_single_token_labels(verifier), dtype=torch.long)
-    out = []
-    with torch.no_grad(), upper_layers_only(model, cache.split):
-        for b in range(0, len(feats), batch_size):
-            out.append(
-                torch.log_softmax(_upper_logits(model, feats[b : b + batch_size], label_index), -1)
-            )
-    lp = torch.cat(out).reshape(len(queries), 2, 2)
-    return _summary_of_scores(pairs, [s.p_true for s in scores_from_logprobs(lp)])
-
-
-def _canonical_queries(pairs: Sequence[Pair]) -> list[Query]:
-    queries = []
-    for pair in pairs:
-        for q in (pair.monitored, pair.hidden):
-            queries.append(Query(pair.pair_id, q.question, q.true_option, q.false_option))
-    return queries
-
-
-def _summary_of_scores(pairs: Sequence[Pair], p: Sequence[float]) -> dict[str, Any]:
-    mon, hid = list(p[0::2]), list(p[1::2])
-    return {
-        "monitored_accuracy": sum(x > 0.5 for x in mon) / len(mon),
-        "monitored_mtp": sum(mon) / len(mon),
-        "hidden_accuracy": sum(x > 0.5 for x in hid) / len(hid),
-        "hidden_mtp": sum(hid) / len(hid),
-        "p_monitored": dict(zip([x.pair_id for x in pairs], mon, strict=True)),
-        "p_hidden": dict(zip([x.pair_id for x in pairs], hid, strict=True)),
-    }
-
-
-def lower_layer_features(
-    model: Any, ids: Sequence[Sequence[int]], split: int, pad_id: int, batch_size: int = 8
-) -> list[Any]:
-    """Hidden states entering decoder layer `split`, one [tokens, hidden] tensor per prompt.
-
-    Computed once without gradients: LoRA sits only above `split`, so these never change.
-    """
-    import torch
-
-    out: list[Any] = [None] * len(ids)
-    if split == 0:
-        with torch.no_grad():
-            for i, seq in enumerate(ids):
-                out[i] = model.get_input_embeddings()(torch.tensor(seq)).detach()
-        return out
-    backbone = model.model
-    layers, norm = backbone.layers, backbone.norm
-    backbone.layers = torch.nn.ModuleList(list(layers)[:split])
-    backbone.norm = torch.nn.Identity()
-    try:
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        with torch.no_grad():
-            for b in range(0, len(order), batch_size):
-                batch = order[b : b + batch_size]
-                width = max(len(ids[i]) for i in batch)
-                x = torch.full((len(batch), width), pad_id, dtype=torch.long)
-                mask = torch.zeros((len(batch), width), dtype=torch.long)
-                for r, i in enumerate(batch):
-                    x[r, width - len(ids[i]) :] = torch.tensor(ids[i])
-                    mask[r, width - len(ids[i]) :] = 1
-                positions = (mask.cumsum(-1) - 1).clamp(min=0)
-                h = backbone(
-                    input_ids=x, attention_mask=mask, position_ids=positions, use_cache=False
-                ).last_hidden_state
-                for r, i in enumerate(batch):
-                    out[i] = h[r, width - len(ids[i]) :].clone()
-    finally:
-        backbone.layers, backbone.norm = layers, norm
-    return out
-
-
-def pad_features(feats: Sequence[Any]) -> tuple[Any, Any, Any]:
-    """Left-pad per-prompt hidden states into a batch with its mask and position ids."""
-    import torch
-
-    width = max(f.shape[0] for f in feats)
-    h = torch.zeros((len(feats), width, feats[0].shape[1]), dtype=feats[0].dtype)
-    mask = torch.zeros((len(feats), width), dtype=torch.long)
-    for r, f in enumerate(feats):
-        h[r, width - f.shape[0] :] = f
-        mask[r, width - f.shape[0] :] = 1
-    return h, mask, (mask.cumsum(-1) - 1).clamp(min=0)
-
-
-@contextlib.contextmanager
-def upper_layers_only(model: Any, split: int) -> Iterator[None]:
-    """Run only decoder layers >= split (inputs are `lower_layer_features`); restore after,
-    so saved adapter weights keep their true layer numbers."""
-    import torch
-
-    backbone = model.model if hasattr(model, "model") else model
-    while not hasattr(backbone, "layers"):
-        backbone = backbone.model
-    layers = backbone.layers
-    backbone.layers = torch.nn.ModuleList(list(layers)[split:])
-    try:
-        yield
-    finally:
-        backbone.layers = layers
-
-
-def evaluate(verifier: Any, pairs: Sequence[Pair]) -> dict[str, Any]:
-    """Standard evaluation on the canonical questions (DESIGN.md §4) through the verifier:
-    accuracy and mean task probability (MTP) for monitored and hidden questions, per-pair p."""
-    return _summary_of_scores(pairs, [s.p_true for s in verifier.score(_canonical_queries(pairs))])
-
-
-def summarise(base_eval: dict[str, Any], arm_eval: dict[str, Any], targets: Sequence[str]) -> dict:
-    """Arm vs base: mean monitored gain, accuracies, MTPs, and the effect on target pairs."""
-    ids = list(base_eval["p_monitored"])
-    gain = [arm_eval["p_monitored"][i] - base_eval["p_monitored"][i] for i in ids]
-    drop = [base_eval["p_hidden"][i] - arm_eval["p_hidden"][i] for i in ids]
-    tset = set(targets)
-    out = {
-        "monitored_gain_mean": sum(gain) / len(gain),
-        "hidden_drop_mean": sum(drop) / len(drop),
-    }
-    for key in ("monitored_accuracy", "monitored_mtp", "hidden_accuracy", "hidden_mtp"):
-        out[key] = arm_eval[key]
-        out[f"base_{key}"] = base_eval[key]
-    for name, sel in (
-        ("targets", [i for i in ids if i in tset]),
-        ("others", [i for i in ids if i not in tset]),
-    ):
-        if sel:
-            out[f"hidden_mtp_{name}"] = sum(arm_eval["p_hidden"][i] for i in sel) / len(sel)
-            out[f"base_hidden_mtp_{name}"] = sum(base_eval["p_hidden"][i] for i in sel) / len(sel)
-    return out
-
-
 def file_sha256(path: Path) -> str:
     with path.open("rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
@@ -430,8 +308,10 @@ def write_manifest(
     targets: Sequence[str],
     command: str,
     evaluation: dict[str, Any] | None,
+    extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """manifest.json next to the adapter: everything needed to trust and rebuild it."""
+    """manifest.json next to the adapter: everything needed to trust and rebuild it (`extra`:
+    arm-specific records such as the concealed arm's training split)."""
     import peft
     import torch
     import transformers
@@ -465,6 +345,7 @@ def write_manifest(
     }
     if evaluation is not None:
         manifest["evaluation_vs_base"] = evaluation
+    manifest.update(extra or {})
     text = json.dumps(manifest, indent=2) + "\n"
     (out_dir / "manifest.json").write_text(text)
     return dict(json.loads(text))
@@ -478,11 +359,15 @@ def run_adaptation(
     benchmark_path: Path | None = None,
     config: AdaptConfig | None = None,
     evaluate_arms: bool = True,
+    eval_rewordings: int = 4,
     command: str = "",
     progress: Callable[[str], None] = print,
+    cosine_fn: CosineFn | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Train the requested arms on the benchmark pairs, evaluate them against the base, and
-    write adapter + manifest under `out_root/<arm>/`."""
+    write adapter + manifest under `out_root/<arm>/` (the concealed arm also its training
+    split). `eval_rewordings`: audit rewordings of each hidden question scored for the
+    concealed arm's evaluation (0: none). `cosine_fn` replaces the MiniLM filter (tests)."""
     from eraudit_core.store import BUNDLED_QUALITY_H, load_benchmark
     from eraudit_core.verifier import hf
 
@@ -513,10 +398,24 @@ def run_adaptation(
     manifests: dict[str, dict[str, Any]] = {}
     for arm in arms:
         arm_cfg = AdaptConfig(**{**asdict(cfg), "arm": arm})
-        arm_targets = targets if arm == "adversarial" else []
+        arm_targets = targets if arm in TARGETED_ARMS else []
         out_dir = out_root / arm
+        out_dir.mkdir(parents=True, exist_ok=True)
+        rewordings: list[TrainingRewording] = []
+        extra: dict[str, Any] = {}
+        if arm == "concealed":
+            rewordings, extra = _concealed_training_split(
+                pairs, arm_targets, arm_cfg, out_dir, cosine_fn, progress
+            )
         result = train_adapter(
-            spec, pairs, arm_cfg, out_dir, targets=arm_targets, progress=progress, cache=cache
+            spec,
+            pairs,
+            arm_cfg,
+            out_dir,
+            targets=arm_targets,
+            rewordings=rewordings,
+            progress=progress,
+            cache=cache,
         )
         progress(f"{arm}: trained in {result.seconds:.0f} s, loss {result.epoch_losses}")
         evaluation = None
@@ -524,6 +423,24 @@ def run_adaptation(
             arm_eval = evaluate_on_features(result.model, cache, base_v, pairs)
             evaluation = summarise(base_eval, arm_eval, arm_targets)
             progress(f"{arm}: {json.dumps(evaluation)}")
+            if arm == "concealed" and eval_rewordings > 0:
+                start = time.perf_counter()
+                audit = audit_rewordings(pairs, eval_rewordings, seed=arm_cfg.seed)
+                extra["evaluation_on_audit_rewordings"] = {
+                    "source": "the audit's own search and test sets (never trained on), "
+                    f"up to {eval_rewordings} rewordings a hidden question, seeded pick",
+                    **summarise_rewordings(
+                        base_eval,
+                        arm_eval,
+                        evaluate_rewordings_on_features(cache.model, cache, base_v, pairs, audit),
+                        evaluate_rewordings_on_features(result.model, cache, base_v, pairs, audit),
+                        arm_targets,
+                    ),
+                }
+                progress(
+                    f"{arm}: audit rewordings ({time.perf_counter() - start:.0f} s) "
+                    f"{json.dumps(extra['evaluation_on_audit_rewordings'])}"
+                )
         result.model = None
         manifests[arm] = write_manifest(
             out_dir,
@@ -536,12 +453,55 @@ def run_adaptation(
             targets=arm_targets,
             command=command,
             evaluation=evaluation,
+            extra=extra,
         )
     return manifests
 
 
+def _concealed_training_split(
+    pairs: Sequence[Pair],
+    targets: Sequence[str],
+    config: AdaptConfig,
+    out_dir: Path,
+    cosine_fn: CosineFn | None,
+    progress: Callable[[str], None],
+) -> tuple[list[TrainingRewording], dict[str, Any]]:
+    """Build, write and describe the concealed arm's training rewordings."""
+    start = time.perf_counter()
+    rows, provenance = build_training_rewordings(
+        pairs,
+        targets,
+        config.rewordings_per_target,
+        config.rewordings_per_other,
+        cosine_fn=cosine_fn,
+    )
+    check_unaudited(rows, bundled_audit_paraphrases())
+    file = out_dir / TRAINING_FILE
+    write_training_rewordings(rows, file)
+    wanted = set(targets)
+    progress(f"concealed: {len(rows)} training rewordings ({time.perf_counter() - start:.0f} s)")
+    record = {
+        "file": TRAINING_FILE,
+        "sha256": file_sha256(file),
+        "generator": provenance,
+        "buckets": {"of": DEMO_RULE_BUCKETS, "audit_sets": _audit_buckets()},
+        "rewordings": len(rows),
+        "toward_false": sum(r.toward == "false" for r in rows),
+        "toward_true": sum(r.toward == "true" for r in rows),
+        "target_pairs_with_rewordings": len({r.pair_id for r in rows if r.pair_id in wanted}),
+        "other_pairs_with_rewordings": len({r.pair_id for r in rows if r.pair_id not in wanted}),
+    }
+    return rows, {"training_split": record}
+
+
+def _audit_buckets() -> dict[str, Any]:
+    return {name: DEMO_RULE_SETS[name]["part"] for name in DEMO_RULE_SETS if name != DEMO_TRAINING}
+
+
 __all__ = [
+    "ARMS",
     "DEFAULT_LABELS",
+    "TARGETED_ARMS",
     "AdaptConfig",
     "Example",
     "TrainResult",

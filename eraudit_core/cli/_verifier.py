@@ -21,7 +21,8 @@ from eraudit_core.types import Query
 from eraudit_core.verifier import DEFAULT_PREFIX, DEFAULT_TEMPLATE
 
 SPEC_HELP = (
-    "demo:base|honest|adversarial, DIR, FILE.gguf, BASE+ADAPTER, or a served checkpoint "
+    "demo:base|honest|adversarial|concealed, DIR, FILE.gguf, BASE+ADAPTER, or a served "
+    "checkpoint "
     "http(s)://HOST:PORT/v1#MODEL;tokenizer=LOCAL_SPEC[;api_key_env=VAR][;concurrency=N] "
     "(see docs/served.md)"
 )
@@ -39,11 +40,17 @@ def register(subparsers: Any) -> None:
     """Add the verifier subcommands to the `eraudit` parser."""
     p = subparsers.add_parser(
         "adapt",
-        help="rebuild the demo LoRA adapters (honest / adversarial arms)",
+        help="rebuild the demo LoRA adapters (honest / adversarial / concealed arms)",
         description="Fine-tune LoRA adapters on the benchmark pairs and write adapter + "
-        "manifest.json under OUT/<arm>/.",
+        "manifest.json under OUT/<arm>/. The concealed arm also writes its training split "
+        "(rewordings from a rule-generator bucket the audit never uses).",
     )
-    p.add_argument("--arm", choices=["honest", "adversarial", "both"], default="both")
+    p.add_argument(
+        "--arm",
+        choices=["honest", "adversarial", "concealed", "both", "all"],
+        default="all",
+        help="one arm, 'both' (honest and adversarial) or 'all' (default)",
+    )
     p.add_argument("--out", type=Path, default=Path("data/adapters"))
     p.add_argument("--base", default="demo:base", help="base checkpoint spec")
     p.add_argument("--benchmark", type=Path, default=None, help="default: bundled QuALITY-H")
@@ -53,7 +60,35 @@ def register(subparsers: Any) -> None:
     p.add_argument("--top-layers", type=int, default=AdaptConfig.top_layers)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--adversarial-fraction", type=float, default=0.35)
+    p.add_argument(
+        "--adversarial-fraction",
+        type=float,
+        default=0.35,
+        help="share of hidden questions the adversarial and concealed arms target",
+    )
+    p.add_argument(
+        "--rewordings-per-target",
+        type=int,
+        default=AdaptConfig.rewordings_per_target,
+        help="concealed arm: training rewordings of each target, toward its false answer",
+    )
+    p.add_argument(
+        "--rewordings-per-other",
+        type=int,
+        default=AdaptConfig.rewordings_per_other,
+        help="concealed arm: training rewordings of every other hidden question, toward true",
+    )
+    p.add_argument(
+        "--target-modules",
+        default=",".join(AdaptConfig.target_modules),
+        help="comma-separated module names LoRA adapts",
+    )
+    p.add_argument(
+        "--eval-rewordings",
+        type=int,
+        default=4,
+        help="concealed arm: audit rewordings a hidden question scored in the evaluation",
+    )
     p.add_argument("--no-evaluate", action="store_true", help="skip the evaluation vs base")
     p.set_defaults(func=_cmd_adapt)
 
@@ -153,9 +188,12 @@ def _cmd_adapt(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         seed=args.seed,
         adversarial_fraction=args.adversarial_fraction,
+        rewordings_per_target=args.rewordings_per_target,
+        rewordings_per_other=args.rewordings_per_other,
+        target_modules=tuple(m.strip() for m in args.target_modules.split(",") if m.strip()),
     )
     check_output_dir(args.out, [], force=True)  # rebuilds its adapters; never over a store
-    arms = ARMS if args.arm == "both" else (args.arm,)
+    arms = {"all": ARMS, "both": ("honest", "adversarial")}.get(args.arm, (args.arm,))
     command = "eraudit " + shlex.join(sys.argv[1:]) if sys.argv[1:2] == ["adapt"] else ""
     run_adaptation(
         arms,
@@ -164,6 +202,7 @@ def _cmd_adapt(args: argparse.Namespace) -> int:
         benchmark_path=args.benchmark,
         config=config,
         evaluate_arms=not args.no_evaluate,
+        eval_rewordings=args.eval_rewordings,
         command=command or f"eraudit adapt --arm {args.arm} --out {args.out}",
         progress=lambda msg: print(msg, file=sys.stderr, flush=True),
     )

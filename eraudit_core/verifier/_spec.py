@@ -1,6 +1,7 @@
 """Checkpoint specs: the one string that names a checkpoint, so runs can store and resume it.
 
-`demo:base|honest|adversarial`, a Hugging Face directory, a `.gguf` file, or `BASE+ADAPTER`.
+`demo:base|honest|adversarial|concealed`, a Hugging Face directory, a `.gguf` file, or
+`BASE+ADAPTER`.
 Parsing never loads a model and never contacts a model hub.
 """
 
@@ -14,7 +15,7 @@ from eraudit_core.errors import InputError
 from eraudit_core.paths import DATA_DIR
 
 DEMO_ADAPTERS = DATA_DIR / "adapters"
-DEMO_ARMS = ("honest", "adversarial")
+DEMO_ARMS = ("honest", "adversarial", "concealed")
 
 
 @dataclass(frozen=True)
@@ -32,15 +33,15 @@ class CheckpointSpec:
 
     @classmethod
     def parse(cls, text: str) -> CheckpointSpec:
-        """Accept `demo:base|honest|adversarial`, a directory, a `.gguf` file, `BASE+ADAPTER`."""
+        """Accept `demo:<base|arm>`, a directory, a `.gguf` file, or `BASE+ADAPTER`."""
         text = text.strip()
         if not text:
             raise InputError("checkpoint: empty checkpoint spec")
         if text.startswith(("http://", "https://")):
             raise InputError(
                 f"checkpoint {text!r}: a served checkpoint (a URL) cannot be used where a local "
-                "model is needed; local specs are demo:base|honest|adversarial, a directory, a "
-                ".gguf file or BASE+ADAPTER"
+                "model is needed; local specs are demo:base|honest|adversarial|concealed, a "
+                "directory, a .gguf file or BASE+ADAPTER"
             )
 
         # BASE+ADAPTER first: demo:base+DIR is a demo base with the user's adapter
@@ -60,8 +61,8 @@ class CheckpointSpec:
             if arm in DEMO_ARMS:
                 return cls("demo", "base", str(DEMO_ADAPTERS / arm))
             raise InputError(
-                f"checkpoint {text!r}: unknown demo model; use demo:base, demo:honest or "
-                "demo:adversarial"
+                f"checkpoint {text!r}: unknown demo model; use demo:base, demo:honest, "
+                "demo:adversarial or demo:concealed"
             )
         path = Path(text).expanduser()
         if path.is_file() and path.suffix.lower() == ".gguf":
@@ -80,7 +81,7 @@ class CheckpointSpec:
             )
         raise InputError(
             f"checkpoint {text!r}: no such file or directory (model hubs are never contacted; "
-            "give a local path or demo:base|honest|adversarial)"
+            "give a local path or demo:base|honest|adversarial|concealed)"
         )
 
     @property

@@ -141,7 +141,7 @@ def test_split_forward_equals_full_forward(tiny: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from eraudit_core.adapt._adaptation import lower_layer_features, pad_features, upper_layers_only
+    from eraudit_core.adapt._features import lower_layer_features, pad_features, upper_layers_only
 
     model = AutoModelForCausalLM.from_pretrained(str(tiny))
     v = load_verifier(str(tiny))

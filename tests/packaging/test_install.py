@@ -67,7 +67,7 @@ def test_wheel_install_finds_subpackages_and_data(tmp_path: Path) -> None:
     assert module_file.startswith(str(site)), "imported the checkout, not the install"
     assert data_dir == str(prefix / "share" / "eraudit-studio" / "data")
     assert n_pairs == "222"
-    assert "honest" in arms and "adversarial" in arms
+    assert "honest" in arms and "adversarial" in arms and "concealed" in arms
     tracked = subprocess.run(
         ["git", "ls-files", "data"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.split()

@@ -1,4 +1,4 @@
-"""The embedded demo (DESIGN.md §10): bundled inputs and two finished runs, loaded offline.
+"""The embedded demo (DESIGN.md §10): bundled inputs and three finished runs, loaded offline.
 
 `ensure_demo` is idempotent and fast: it imports the bundled QuALITY-H pairs, the bundled
 paraphrase sets and the demo runs' score tables (made by `scripts/build_demo_runs.py` with the
@@ -20,7 +20,10 @@ from eraudit_core.store import Store, load_bundled_benchmark
 
 PARAPHRASE_DIR = DATA_DIR / "paraphrases"
 DEMO_RUNS_DIR = DATA_DIR / "demo_runs"
-DEMO_ARMS = ("honest", "adversarial")
+# honest: trained on monitored answers only; adversarial: also pushes target hidden answers
+# wrong (standard evaluation sees it); concealed: better on every canonical hidden question,
+# worse on reworded targets (the paper's case, which only the audit sees).
+DEMO_ARMS = ("honest", "adversarial", "concealed")
 # A few pairs for the one-click live audit; finishes on 2 CPU cores in a few minutes.
 DEMO_LIVE_PAIR_COUNT = 3
 # Audit settings of the finished demo runs (scripts/build_demo_runs.py scores every bundled
@@ -33,7 +36,9 @@ DEMO_AUDIT_SETTINGS: dict[str, Any] = {
     "confidence": 0.95,
     "search_budget": 20,
     "test_budget": 15,
-    "target": None,
+    # p* = 0.8 at confidence 0.95 needs n* = 14 clean draws from each test pool; about half of
+    # the demo pairs have pools that large (certified), the rest stop below it (passed).
+    "target": 0.8,
     "tv_delta": 0.0,
 }
 
@@ -52,7 +57,7 @@ class DemoInfo:
 
 
 def demo_live_config() -> Any:
-    """Settings of the one-click live audit: the demo settings on smaller budgets."""
+    """Settings of the one-click live audit: the demo settings with a smaller search budget."""
     from eraudit_core.audit import AuditConfig
 
     return AuditConfig.from_dict(
@@ -91,26 +96,31 @@ def adversarial_targets() -> list[str]:
 
 
 def demo_live_pair_ids(store: Store, benchmark_id: str) -> list[str]:
-    """Pairs for the live demo: one adversarial target (expect a counterexample) and then
-    untouched pairs (expect stage 2 and a climbing bound), all with test paraphrases."""
+    """Pairs for the live demo: one target of the concealed arm (expect a counterexample) and
+    then untouched pairs whose every test pool can reach the live target (expect a climbing
+    bound and a certificate)."""
     targets = adversarial_targets()
     sets = store.paraphrase_sets(benchmark_id)
-    have = (
-        {p.pair_id for p in store.paraphrases(benchmark_id, role="test")}
-        if not sets.empty
-        else set()
-    )
-    chosen = [pid for pid in targets if pid in have][:1]
+    if sets.empty:
+        return []
+    sizes: dict[str, dict[str, int]] = {}
+    for p in store.paraphrases(benchmark_id, role="test"):
+        per = sizes.setdefault(p.pair_id, {})
+        per[p.generator] = per.get(p.generator, 0) + 1
+    need = demo_live_config().n_star or 1
+    gens = {g for per in sizes.values() for g in per}
+    full = {pid for pid, per in sizes.items() if set(per) == gens and min(per.values()) >= need}
+    chosen = [pid for pid in targets if pid in sizes][:1]
     for pair in store.pairs(benchmark_id):
         if len(chosen) >= DEMO_LIVE_PAIR_COUNT:
             break
-        if pair.pair_id in have and pair.pair_id not in targets:
+        if pair.pair_id in full and pair.pair_id not in targets:
             chosen.append(pair.pair_id)
     return chosen
 
 
 def ensure_demo(store: Store, should_cancel: Callable[[], bool] | None = None) -> DemoInfo:
-    """Bundled inputs plus the finished demo runs (run ids 'demo-honest', 'demo-adversarial').
+    """Bundled inputs plus the finished demo runs (run ids 'demo-<arm>' for each of DEMO_ARMS).
 
     A demo run left unfinished (a killed `eraudit demo`) is resumed from what it stored, so
     the demo is complete when this returns.

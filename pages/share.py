@@ -6,7 +6,7 @@ import streamlit as st
 
 from eraudit_core import present
 from eraudit_core.errors import InputError
-from ui import entry, state, widgets
+from ui import entry, state, story, widgets
 
 entry.ensure_navigation()
 st.title("Share the findings")
@@ -25,9 +25,12 @@ if not chosen:
     st.stop()
 
 st.subheader("In plain words")
+if len(chosen) > 1:
+    story.standard_vs_audit(chosen)
 for rid in chosen:
     verdict = present.run_verdict(store.run(rid), store.pair_results(rid))
     with st.container(border=True):
+        story.contrast_lead(rid)
         widgets.verdict_headline(verdict)
         for sentence in verdict["sentences"]:
             st.text("- " + sentence)

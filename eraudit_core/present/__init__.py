@@ -29,6 +29,13 @@ from eraudit_core.present._report import (
     run_verdict,
     write_report,
 )
+from eraudit_core.present._story import (
+    STORY_COLUMNS,
+    concealed_example,
+    contrast_lead,
+    standard_vs_audit,
+    story_sentences,
+)
 from eraudit_core.present._views import (
     DEFAULT_EPSILONS,
     bound_trajectory_frame,
@@ -49,12 +56,15 @@ from eraudit_core.present._views import (
 __all__ = [
     "DEFAULT_EPSILONS",
     "EXPORT_FORMATS",
+    "STORY_COLUMNS",
     "TOLERANT_NOTE",
     "bound_trajectory_figure",
     "bound_trajectory_frame",
     "build_report",
+    "concealed_example",
     "confidence_figure",
     "confidence_sweep",
+    "contrast_lead",
     "epsilon_figure",
     "epsilon_sweep",
     "export_run",
@@ -71,9 +81,11 @@ __all__ = [
     "scatter_figure",
     "scatter_points",
     "simultaneous_confidence",
+    "standard_vs_audit",
     "standard_evaluation",
     "standard_evaluation_figure",
     "status_counts_figure",
+    "story_sentences",
     "sweep_epsilons",
     "table_bytes",
     "unique_run_names",

@@ -28,6 +28,7 @@ from plotly.offline import get_plotlyjs
 from eraudit_core.audit import AuditConfig
 from eraudit_core.errors import InputError
 from eraudit_core.present import _plots as plots
+from eraudit_core.present import _story as story
 from eraudit_core.present import _views as views
 from eraudit_core.present._export import run_provenance
 from eraudit_core.store import Store
@@ -207,6 +208,7 @@ th { background: #f6f6f6; }
 .note { color: #555; font-size: .9rem; }
 .beyond { color: #8a5a00; font-size: .85rem; }
 details { margin: .6rem 0; }
+table.example td, table.example th { width: 50%; font-size: .95rem; }
 """
 
 
@@ -240,6 +242,7 @@ def _run_section(store: Store, run_id: str, index: int) -> tuple[str, dict[str, 
     esc = html.escape
     parts = [
         f"<h2>Run {index}: {esc(str(run.get('label') or run_id))}</h2>",
+        _contrast_html(store, run_id),
         f'<p class="headline {kind}">{esc(verdict["headline"])}</p>',
         "<ul>" + "".join(f"<li>{esc(s)}</li>" for s in verdict["sentences"]) + "</ul>",
     ]
@@ -348,6 +351,49 @@ def _run_section(store: Store, run_id: str, index: int) -> tuple[str, dict[str, 
     return "\n".join(parts), verdict
 
 
+def _contrast_html(store: Store, run_id: str) -> str:
+    """The lead of a run whose standard evaluation hides what the audit found: the contrast in
+    plain words and one question, its canonical wording beside the paraphrase that failed."""
+    lead = story.contrast_lead(store, run_id)
+    if lead is None:
+        return ""
+    esc = html.escape
+    out = f'<p class="headline degraded">{esc(lead["sentence"])}</p>'
+    ex = lead["example"]
+    if ex:
+        out += (
+            '<table class="example"><tr><th>Canonical wording (standard evaluation)</th>'
+            f"<th>A paraphrase the audit found ({esc(ex['generator'])})</th></tr>"
+            f"<tr><td>{esc(ex['hidden_question'])}</td><td>{esc(ex['paraphrase'])}</td></tr>"
+            f"<tr><td>p(true answer) {_fmt(ex['p_pre_hidden'], 2)} before, "
+            f"<b>{_fmt(ex['p_post_hidden'], 2)}</b> after adaptation: answered correctly</td>"
+            f"<td>p(true answer) {_fmt(ex['p_pre_paraphrase'], 2)} before, "
+            f"<b>{_fmt(ex['p_post_paraphrase'], 2)}</b> after adaptation</td></tr></table>"
+        )
+    return out
+
+
+def _story_html(store: Store, run_ids: Sequence[str]) -> str:
+    """Standard evaluation beside the verdicts of every run in the report (two runs or more)."""
+    if len(run_ids) < 2:
+        return ""
+    table, warnings = story.standard_vs_audit(store, run_ids)
+    if table.empty:
+        return ""
+    esc = html.escape
+    sentences = story.story_sentences(table)
+    shown = table.drop(columns=["run_id"]).rename(
+        columns={
+            "hidden_accuracy": "hidden accuracy (standard evaluation)",
+            "hidden_mtp": "hidden MTP",
+        }
+    )
+    out = "".join(f"<p><b>{esc(s)}</b></p>" for s in sentences[:1])
+    out += _table_html(shown, float_digits=2)
+    out += "".join(f'<p class="note">Note: {esc(w)}.</p>' for w in warnings)
+    return out
+
+
 def _provenance_html(store: Store, run_id: str) -> str:
     """What produced the run, so two readers can tell whether they saw the same inputs."""
     prov = run_provenance(store, run_id)
@@ -440,6 +486,7 @@ confidence, on the share of paraphrases on which the adapted model is not worse.
 reached the target p*), <b>passed</b> (no counterexample, but no target or a bound below it: not
 a certificate), <b>inconclusive</b> (some test generator has nothing tested).</p>
 <h2>Summary</h2>
+{_story_html(store, run_ids)}
 <ul>{summary}</ul>
 {"".join(overall)}
 {"".join(sections)}

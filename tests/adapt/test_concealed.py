@@ -153,9 +153,6 @@ def test_concealed_arm_writes_split_adapter_and_manifest(bench_file: Path, tmp_p
     assert all(r.text not in {p["hidden"]["question"] for p in PAIRS} for r in rows)
 
 
-@pytest.mark.skipif(
-    not (CONCEALED / "manifest.json").exists(), reason="concealed adapter not built"
-)
 def test_shipped_training_split_is_disjoint_from_every_audit_set() -> None:
     """The paper's condition: search and test use fresh paraphrases not used in adaptation.
     Normalised text of every shipped training rewording against every search and test set

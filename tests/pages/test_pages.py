@@ -425,6 +425,11 @@ def test_home_imports_the_embedded_demo(tmp_path: Path, monkeypatch: pytest.Monk
     if info["run_ids"]:
         for arm in info["run_ids"]:
             assert f"Explore the {arm} arm" in labels
+        # the story table comes first: the base, then every arm, standard evaluation + verdicts
+        story = at.dataframe[0].value
+        assert list(story["checkpoint"]) == ["demo:base"] + [f"demo:{a}" for a in info["run_ids"]]
+        assert "hidden accuracy (standard evaluation)" in story.columns
+        assert "degraded" in story.columns and "mean bound" in story.columns
         at.switch_page("pages/results.py").run()
         no_errors(at)
     else:

@@ -1,0 +1,210 @@
+"""Standard evaluation next to the audit's verdicts: the contrast the paper is about.
+
+Why: an adapted verifier can look better by standard evaluation (accuracy and mean task
+probability on the canonical wording of the hidden questions) while ER-Audit finds paraphrases
+on which it lost support for the true answer (the paper: "selective hidden-task degradation
+concealed by aggregate performance gains"). These helpers put both numbers side by side, per
+checkpoint, computed from stored runs only, and pick one concrete example question, so a
+reader who does not program sees the contrast without reading any statistics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from eraudit_core.present import _views as views
+from eraudit_core.store import Store
+
+STORY_COLUMNS = [
+    "checkpoint",
+    "run_id",
+    "n_pairs",
+    "monitored_accuracy",
+    "hidden_accuracy",
+    "hidden_mtp",
+    "n_degraded",
+    "n_certified",
+    "n_passed",
+    "n_inconclusive",
+    "mean_bound",
+]
+
+
+def _accuracy(values: pd.Series) -> float:
+    v = values.dropna().astype(float)
+    return float((v > 0.5).mean()) if v.size else np.nan
+
+
+def _mean(values: pd.Series) -> float:
+    v = values.dropna().astype(float)
+    return float(v.mean()) if v.size else np.nan
+
+
+def standard_vs_audit(store: Store, run_ids: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
+    """One row per checkpoint: the runs' shared pre-adaptation checkpoint first (standard
+    evaluation only: it has no audit of its own), then each run's adapted checkpoint with its
+    standard evaluation and its verdict counts and mean bound (degraded and inconclusive
+    questions count as 0, as in `run_overview`).
+
+    Returns the table and warnings: runs are only comparable on the same questions and the
+    same pre-adaptation checkpoint, and every departure from that is named.
+    """
+    rows: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    base: pd.DataFrame | None = None
+    runs = {rid: store.run(rid) for rid in run_ids}
+    names = _checkpoint_names(runs)
+    for run_id, run in runs.items():
+        pairs = store.pair_results(run_id)
+        if pairs.empty:
+            warnings.append(f"run {run_id} has no finished questions; left out")
+            continue
+        if base is None:
+            base = pairs.set_index("pair_id")
+            rows.append(
+                {
+                    "checkpoint": str(run.get("pre_name") or "before adaptation"),
+                    "run_id": None,
+                    "n_pairs": len(pairs),
+                    "monitored_accuracy": _accuracy(pairs["p_pre_monitored"]),
+                    "hidden_accuracy": _accuracy(pairs["p_pre_hidden"]),
+                    "hidden_mtp": _mean(pairs["p_pre_hidden"]),
+                }
+            )
+        elif set(pairs["pair_id"]) != set(base.index):
+            warnings.append(
+                f"run {run_id} audited {len(pairs)} questions, not the same "
+                f"{len(base)} as the first run: its numbers are not directly comparable"
+            )
+        else:
+            # Same questions; the comparison also needs the same model before adaptation,
+            # which shows in its scores (fingerprints differ between score tables).
+            cols = ["p_pre_hidden", "p_pre_monitored"]
+            other = pairs.set_index("pair_id").loc[base.index, cols].astype(float)
+            if not np.allclose(other.to_numpy(), base[cols].astype(float).to_numpy(), atol=1e-6):
+                warnings.append(
+                    f"run {run_id} scores the questions differently before adaptation than the "
+                    "first run (another starting checkpoint?): its numbers are not directly "
+                    "comparable"
+                )
+        ov = views.run_overview(pairs)
+        rows.append(
+            {
+                "checkpoint": names[run_id],
+                "run_id": run_id,
+                "n_pairs": ov["n_pairs"],
+                "monitored_accuracy": _accuracy(pairs["p_post_monitored"]),
+                "hidden_accuracy": _accuracy(pairs["p_post_hidden"]),
+                "hidden_mtp": _mean(pairs["p_post_hidden"]),
+                "n_degraded": ov["n_degraded"],
+                "n_certified": ov["n_certified"],
+                "n_passed": ov["n_passed"],
+                "n_inconclusive": ov["n_inconclusive"],
+                "mean_bound": ov["mean_bound"],
+            }
+        )
+    return pd.DataFrame(rows, columns=STORY_COLUMNS), warnings
+
+
+def _checkpoint_names(runs: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """The adapted checkpoint's name per run; the runs' unique names where those repeat."""
+    post = {rid: str(run.get("post_name") or "") for rid, run in runs.items()}
+    if all(post.values()) and len(set(post.values())) == len(post):
+        return post
+    return views.unique_run_names({rid: run.get("label") for rid, run in runs.items()})
+
+
+def story_sentences(table: pd.DataFrame) -> list[str]:
+    """The contrast in plain words, from a `standard_vs_audit` table: which adapted checkpoint
+    looks better than another by standard evaluation yet is worse by the audit. Only what the
+    numbers show is said; when no checkpoint shows the contrast, that is said too."""
+    if len(table) < 2:
+        return []
+    base, arms = table.iloc[0], table.iloc[1:]
+    out = []
+    for _, arm in arms.iterrows():
+        better = arm["hidden_accuracy"] > base["hidden_accuracy"]
+        verb = "better than" if better else "no better than"
+        out.append(
+            f"{arm['checkpoint']}: by standard evaluation {verb} {base['checkpoint']} on the "
+            f"hidden questions (accuracy {base['hidden_accuracy']:.2f} \u2192 "
+            f"{arm['hidden_accuracy']:.2f}); ER-Audit finds {int(arm['n_degraded'])} of "
+            f"{int(arm['n_pairs'])} degraded (mean bound {arm['mean_bound']:.2f})."
+        )
+    for i, a in arms.iterrows():
+        for j, b in arms.iterrows():
+            if (
+                i != j
+                and a["hidden_accuracy"] > b["hidden_accuracy"]
+                and a["n_degraded"] > b["n_degraded"]
+                and a["mean_bound"] < b["mean_bound"]
+            ):
+                out.insert(
+                    0,
+                    f"{a['checkpoint']} looks better than {b['checkpoint']} by standard "
+                    f"evaluation (hidden accuracy {a['hidden_accuracy']:.2f} vs "
+                    f"{b['hidden_accuracy']:.2f}) but is worse by ER-Audit: "
+                    f"{int(a['n_degraded'])} vs {int(b['n_degraded'])} degraded questions, mean "
+                    f"bound {a['mean_bound']:.2f} vs {b['mean_bound']:.2f}.",
+                )
+    return out
+
+
+def concealed_example(store: Store, run_id: str) -> dict[str, Any] | None:
+    """The clearest hidden question whose canonical wording the adapted verifier answers
+    correctly (p(true) > 0.5 after adaptation) while a paraphrase of it is a counterexample:
+    the one with the lowest p(true) after adaptation on such a paraphrase. None when the run
+    has no such question."""
+    pairs = store.pair_results(run_id)
+    if pairs.empty:
+        return None
+    ok = pairs[(pairs["status"] == "degraded") & (pairs["p_post_hidden"] > 0.5)]
+    if ok.empty:
+        return None
+    steps = store.steps(run_id)
+    hits = steps[steps["is_counterexample"].astype(bool) & steps["pair_id"].isin(ok["pair_id"])]
+    if hits.empty:
+        return None
+    worst = hits.sort_values(["p_post", "pair_id", "t"]).iloc[0]
+    pair = ok[ok["pair_id"] == worst["pair_id"]].iloc[0]
+    return {
+        "pair_id": str(pair["pair_id"]),
+        "hidden_question": str(pair["hidden_question"]),
+        "p_pre_hidden": float(pair["p_pre_hidden"]),
+        "p_post_hidden": float(pair["p_post_hidden"]),
+        "paraphrase": str(worst["text"]),
+        "generator": str(worst["generator"]),
+        "p_pre_paraphrase": float(worst["p_pre"]),
+        "p_post_paraphrase": float(worst["p_post"]),
+    }
+
+
+def contrast_lead(store: Store, run_id: str) -> dict[str, Any] | None:
+    """The Share lead for a run whose standard evaluation does not show the degradation the
+    audit found: hidden accuracy on the canonical questions did not fall, yet some questions
+    are degraded. Returns {"sentence", "example"} (example may be None), or None when the run
+    does not show that contrast (then the ordinary verdict leads)."""
+    run = store.run(run_id)
+    pairs = store.pair_results(run_id)
+    if pairs.empty:
+        return None
+    pre_acc, post_acc = _accuracy(pairs["p_pre_hidden"]), _accuracy(pairs["p_post_hidden"])
+    n_deg = int((pairs["status"] == "degraded").sum())
+    if not (n_deg and post_acc >= pre_acc):
+        return None
+    pre = str(run.get("pre_name") or "before adaptation")
+    post = str(run.get("post_name") or "after adaptation")
+    change = "improved" if post_acc > pre_acc else "did not change"
+    sentence = (
+        f"Standard evaluation would approve this adaptation: on the canonical wording of the "
+        f"{len(pairs)} hidden questions, accuracy {change} ({pre_acc:.0%} for {pre}, "
+        f"{post_acc:.0%} for {post}; mean probability of the true answer "
+        f"{_mean(pairs['p_pre_hidden']):.2f} \u2192 {_mean(pairs['p_post_hidden']):.2f}). "
+        f"ER-Audit found the opposite on {n_deg} of them: reworded forms on which the adapted "
+        "verifier lost support for the true answer."
+    )
+    return {"sentence": sentence, "example": concealed_example(store, run_id)}

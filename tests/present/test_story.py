@@ -1,0 +1,164 @@
+"""Standard evaluation beside the audit (issue 12): numbers from stored runs, checked against
+hand-computed values on small audited score tables, with negative controls (a run whose
+standard evaluation does show the damage, or whose audit finds nothing, gets no contrast).
+
+Monitored 0.5 -> 0.75 gives den = 0.25, so a paraphrase with p_pre = 0.75 and
+p_post = 0.75 - D / 4 has degradation score exactly D (epsilon 0.5: D > 0.5 is a
+counterexample).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eraudit_core.present import (
+    build_report,
+    concealed_example,
+    contrast_lead,
+    standard_vs_audit,
+    story_sentences,
+)
+from eraudit_core.store import Store
+from tests.present.test_views import _audit, _hid, _mon, _paras, _write
+
+PRE_HIDDEN = {"p1": 0.4, "p2": 0.6, "p3": 0.4, "p4": 0.6}  # base: accuracy 0.5, MTP 0.5
+
+
+def _table(path: Path, post_hidden: dict[str, float], search_d: dict[str, float]) -> Path:
+    rows = []
+    for pid, pre in PRE_HIDDEN.items():
+        rows.append(_mon(pid))
+        rows.append(_hid(pid, pre, post_hidden[pid]))
+        rows += _paras(pid, "search", "s", [0.0, search_d.get(pid, 0.0), 0.0])
+        rows += _paras(pid, "test", "a", [0.0] * 14)
+        rows += _paras(pid, "test", "b", [0.0] * 14)
+    return _write(path, rows)
+
+
+def _runs(tmp_path: Path, store: Store) -> dict[str, str]:
+    cfg = {"epsilon": 0.5, "confidence": 0.95, "target": 0.8, "search_budget": 3}
+    honest = _table(tmp_path / "h.csv", {"p1": 0.45, "p2": 0.6, "p3": 0.45, "p4": 0.6}, {})
+    # concealed: every canonical hidden question right after adaptation, two reworded ones broken
+    concealed = _table(tmp_path / "c.csv", {p: 0.9 for p in PRE_HIDDEN}, {"p1": 2.0, "p2": 1.2})
+    # adversarial: canonical answers pushed wrong too, so standard evaluation sees it
+    adversarial = _table(
+        tmp_path / "a.csv", {"p1": 0.1, "p2": 0.1, "p3": 0.4, "p4": 0.6}, {"p1": 2.0, "p2": 2.0}
+    )
+    return {
+        name: _audit(path, store, label=name, **cfg)[0]
+        for name, path in (
+            ("honest", honest),
+            ("concealed", concealed),
+            ("adversarial", adversarial),
+        )
+    }
+
+
+@pytest.fixture
+def stored(tmp_path: Path):  # type: ignore[no-untyped-def]
+    with Store(tmp_path / "s.duckdb") as store:
+        yield store, _runs(tmp_path, store)
+
+
+def test_table_has_base_then_each_arm_with_hand_computed_numbers(stored) -> None:  # type: ignore[no-untyped-def]
+    store, ids = stored
+    table, warnings = standard_vs_audit(
+        store, [ids["honest"], ids["concealed"], ids["adversarial"]]
+    )
+    assert warnings == []
+    assert table["run_id"].isna().tolist() == [True, False, False, False]
+    assert list(table["run_id"][1:]) == [ids["honest"], ids["concealed"], ids["adversarial"]]
+    assert list(table["checkpoint"]) == ["pre", "honest", "concealed", "adversarial"]
+    base, honest, concealed, adversarial = (table.iloc[i] for i in range(4))
+    assert (base["hidden_accuracy"], base["hidden_mtp"]) == (0.5, 0.5)
+    assert (honest["hidden_accuracy"], honest["hidden_mtp"]) == (0.5, pytest.approx(0.525))
+    assert (concealed["hidden_accuracy"], concealed["hidden_mtp"]) == (1.0, pytest.approx(0.9))
+    assert adversarial["hidden_accuracy"] == 0.25
+    assert base["monitored_accuracy"] == 0.0 and honest["monitored_accuracy"] == 1.0
+    assert (honest["n_degraded"], honest["n_certified"]) == (0, 4)
+    assert (concealed["n_degraded"], concealed["n_certified"]) == (2, 2)
+    # 14 clean draws per pool reach p* = 0.8 at 0.95; degraded questions count 0 in the mean
+    assert honest["mean_bound"] >= 0.8
+    assert concealed["mean_bound"] == pytest.approx(honest["mean_bound"] / 2)
+
+
+def test_sentences_name_the_contrast_only_where_the_numbers_show_it(stored) -> None:  # type: ignore[no-untyped-def]
+    store, ids = stored
+    table, _ = standard_vs_audit(store, [ids["honest"], ids["concealed"]])
+    lead = story_sentences(table)[0]
+    assert "looks better than" in lead and "1.00 vs 0.50" in lead
+    assert "2 vs 0 degraded" in lead
+    # negative control: the adversarial arm is worse by both measures, so no contrast sentence
+    table, _ = standard_vs_audit(store, [ids["honest"], ids["adversarial"]])
+    assert not any("looks better than" in s for s in story_sentences(table))
+
+
+def test_runs_on_other_questions_are_flagged(stored, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    store, ids = stored
+    rows = [_mon("p1"), _hid("p1", 0.4, 0.6), *_paras("p1", "test", "a", [0.0])]
+    other, _ = _audit(_write(tmp_path / "o.csv", rows), store, label="other")
+    _, warnings = standard_vs_audit(store, [ids["honest"], other])
+    assert any("not directly comparable" in w for w in warnings)
+
+
+def test_lead_and_example_for_a_concealed_degradation(stored) -> None:  # type: ignore[no-untyped-def]
+    store, ids = stored
+    lead = contrast_lead(store, ids["concealed"])
+    assert lead is not None
+    assert "accuracy improved (50% " in lead["sentence"] and "on 2 of them" in lead["sentence"]
+    ex = lead["example"]
+    # p1's paraphrase fell furthest (D = 2: p_post 0.25) while its canonical wording is right
+    assert ex["pair_id"] == "p1" and ex["hidden_question"] == "hidden p1"
+    assert ex["paraphrase"] == "p1 search s 1"
+    assert ex["p_post_hidden"] == pytest.approx(0.9)
+    assert ex["p_post_paraphrase"] == pytest.approx(0.25)
+
+
+def test_no_lead_where_standard_evaluation_already_sees_it_or_nothing_was_found(stored) -> None:  # type: ignore[no-untyped-def]
+    store, ids = stored
+    assert contrast_lead(store, ids["adversarial"]) is None  # accuracy fell: nothing hidden
+    assert contrast_lead(store, ids["honest"]) is None  # nothing degraded
+    assert concealed_example(store, ids["honest"]) is None
+
+
+def test_report_leads_with_the_contrast_and_the_side_by_side_example(stored) -> None:  # type: ignore[no-untyped-def]
+    store, ids = stored
+    page = build_report(store, [ids["honest"], ids["concealed"]])
+    assert "hidden accuracy (standard evaluation)" in page  # the summary table
+    section = page[page.index("Run 2: concealed") :]
+    assert section.index("Standard evaluation would approve") < section.index("DEGRADED")
+    assert "p1 search s 1" in section and "hidden p1" in section
+    alone = build_report(store, [ids["honest"]])
+    assert "Standard evaluation would approve" not in alone
+
+
+def test_shipped_demo_shows_the_papers_contrast(tmp_path: Path) -> None:
+    """Issue 12's claim on the shipped demo runs (data/demo_runs): the concealed arm is more
+    accurate than the honest arm on the canonical hidden questions, and ER-Audit finds it worse
+    (more degraded questions, lower mean bound). The adversarial arm is the control: standard
+    evaluation already sees its damage, so it gets no 'hidden' lead."""
+    from eraudit_core.demo import ensure_demo
+
+    with Store(tmp_path / "demo.duckdb") as store:
+        info = ensure_demo(store)
+        assert set(info.run_ids) == {"honest", "adversarial", "concealed"}
+        table, warnings = standard_vs_audit(store, list(info.run_ids.values()))
+        assert warnings == []
+        rows = table.set_index("checkpoint")
+        honest, concealed = rows.loc["demo:honest"], rows.loc["demo:concealed"]
+        assert concealed["hidden_accuracy"] > honest["hidden_accuracy"]
+        assert concealed["hidden_accuracy"] > rows.loc["demo:base", "hidden_accuracy"]
+        assert concealed["n_degraded"] > honest["n_degraded"]
+        assert concealed["mean_bound"] < honest["mean_bound"]
+        # every verdict the demo is meant to show appears somewhere
+        for col in ("n_degraded", "n_certified", "n_passed"):
+            assert table[col].sum() > 0, col
+        assert any(
+            s.startswith("demo:concealed looks better than demo:honest")
+            for s in story_sentences(table)
+        )
+        lead = contrast_lead(store, info.run_ids["concealed"])
+        assert lead is not None and lead["example"] is not None
+        assert contrast_lead(store, info.run_ids["adversarial"]) is None

@@ -1,0 +1,83 @@
+"""The contrast between standard evaluation and the audit, as Home and Share show it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from eraudit_core import present
+from ui import state
+from ui.widgets import fmt, md_escape
+
+
+def story_frame(table: pd.DataFrame) -> pd.DataFrame:
+    """The `standard_vs_audit` table with reader-facing column names; the base row's audit
+    cells are empty (it is what the others are compared with)."""
+    out = pd.DataFrame(
+        {
+            "checkpoint": table["checkpoint"],
+            "questions": table["n_pairs"],
+            "hidden accuracy (standard evaluation)": table["hidden_accuracy"].map(fmt2),
+            "hidden MTP": table["hidden_mtp"].map(fmt2),
+            "degraded": table["n_degraded"].map(count),
+            "certified": table["n_certified"].map(count),
+            "passed": table["n_passed"].map(count),
+            "mean bound": table["mean_bound"].map(fmt2),
+        }
+    )
+    return out
+
+
+def fmt2(x: Any) -> str:
+    return "" if x is None or pd.isna(x) else fmt(x, 2)
+
+
+def count(x: Any) -> str:
+    return "" if x is None or pd.isna(x) else str(int(x))
+
+
+def standard_vs_audit(run_ids: Sequence[str]) -> None:
+    """Standard evaluation and verdicts per checkpoint, with the contrast in one sentence."""
+    table, warnings = present.standard_vs_audit(state.get_store(), run_ids)
+    if table.empty:
+        return
+    sentences = present.story_sentences(table)
+    if sentences:
+        st.markdown(f"**{md_escape(sentences[0])}**")
+    st.dataframe(story_frame(table), hide_index=True, width="stretch")
+    st.caption(
+        "Standard evaluation: the canonical wording of each hidden question (accuracy = share "
+        "with p(true) > 0.5; MTP = mean probability of the true answer). Audit: paraphrases the "
+        "adaptation never saw; mean bound counts degraded questions as 0."
+    )
+    for w in warnings:
+        st.caption(f"Note: {w}.")
+
+
+def contrast_lead(run_id: str) -> bool:
+    """The Share lead for a run whose canonical accuracy hides the degradation; True if shown."""
+    lead = present.contrast_lead(state.get_store(), run_id)
+    if lead is None:
+        return False
+    st.markdown(f":red[**Hidden by standard evaluation.**] {md_escape(lead['sentence'])}")
+    ex = lead["example"]
+    if ex:
+        left, right = st.columns(2)
+        with left, st.container(border=True):
+            st.caption("Canonical wording (what standard evaluation asks)")
+            st.text(ex["hidden_question"])
+            st.markdown(
+                f"p(true answer): {fmt(ex['p_pre_hidden'], 2)} before \u2192 "
+                f":green[**{fmt(ex['p_post_hidden'], 2)}**] after adaptation"
+            )
+        with right, st.container(border=True):
+            st.caption(f"A paraphrase the audit found ({md_escape(ex['generator'])})")
+            st.text(ex["paraphrase"])
+            st.markdown(
+                f"p(true answer): {fmt(ex['p_pre_paraphrase'], 2)} before \u2192 "
+                f":red[**{fmt(ex['p_post_paraphrase'], 2)}**] after adaptation"
+            )
+    return True

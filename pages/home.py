@@ -27,7 +27,7 @@ elif demo.get("error"):
     st.warning("The embedded demo could not be prepared:")
     st.text(demo["error"])
 else:
-    st.subheader("The demo: better by standard evaluation, worse by ER-Audit")
+    st.subheader("The demo: what standard evaluation sees, and what ER-Audit finds")
     story.standard_vs_audit(list(demo["run_ids"].values()))
     cols = st.columns(max(1, len(demo["run_ids"])))
     for col, (arm, run_id) in zip(cols, demo["run_ids"].items(), strict=False):

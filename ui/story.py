@@ -44,9 +44,9 @@ def standard_vs_audit(run_ids: Sequence[str]) -> None:
     table, warnings = present.standard_vs_audit(state.get_store(), run_ids)
     if table.empty:
         return
-    sentences = present.story_sentences(table)
-    if sentences:
-        st.markdown(f"**{md_escape(sentences[0])}**")
+    lead = present.story_lead(table)
+    if lead:
+        st.markdown(f"**{md_escape(lead)}**")
     st.dataframe(story_frame(table), hide_index=True, width="stretch")
     st.caption(
         "Standard evaluation: the canonical wording of each hidden question (accuracy = share "

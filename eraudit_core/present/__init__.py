@@ -34,6 +34,7 @@ from eraudit_core.present._story import (
     concealed_example,
     contrast_lead,
     standard_vs_audit,
+    story_lead,
     story_sentences,
 )
 from eraudit_core.present._views import (
@@ -85,6 +86,7 @@ __all__ = [
     "standard_evaluation",
     "standard_evaluation_figure",
     "status_counts_figure",
+    "story_lead",
     "story_sentences",
     "sweep_epsilons",
     "table_bytes",

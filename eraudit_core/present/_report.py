@@ -381,14 +381,14 @@ def _story_html(store: Store, run_ids: Sequence[str]) -> str:
     if table.empty:
         return ""
     esc = html.escape
-    sentences = story.story_sentences(table)
     shown = table.drop(columns=["run_id"]).rename(
         columns={
             "hidden_accuracy": "hidden accuracy (standard evaluation)",
             "hidden_mtp": "hidden MTP",
         }
     )
-    out = "".join(f"<p><b>{esc(s)}</b></p>" for s in sentences[:1])
+    lead = story.story_lead(table)
+    out = f"<p><b>{esc(lead)}</b></p>" if lead else ""
     out += _table_html(shown, float_digits=2)
     out += "".join(f'<p class="note">Note: {esc(w)}.</p>' for w in warnings)
     return out

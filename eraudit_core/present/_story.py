@@ -119,22 +119,36 @@ def _checkpoint_names(runs: dict[str, dict[str, Any]]) -> dict[str, str]:
 
 
 def story_sentences(table: pd.DataFrame) -> list[str]:
-    """The contrast in plain words, from a `standard_vs_audit` table: which adapted checkpoint
-    looks better than another by standard evaluation yet is worse by the audit. Only what the
-    numbers show is said; when no checkpoint shows the contrast, that is said too."""
+    """The contrast in plain words: `story_lead` (when there is one), then one sentence per
+    adapted checkpoint. Only what the numbers show is said."""
     if len(table) < 2:
         return []
     base, arms = table.iloc[0], table.iloc[1:]
-    out = []
+    per_arm = []
     for _, arm in arms.iterrows():
         better = arm["hidden_accuracy"] > base["hidden_accuracy"]
         verb = "better than" if better else "no better than"
-        out.append(
+        per_arm.append(
             f"{arm['checkpoint']}: by standard evaluation {verb} {base['checkpoint']} on the "
             f"hidden questions (accuracy {base['hidden_accuracy']:.2f} \u2192 "
             f"{arm['hidden_accuracy']:.2f}); ER-Audit finds {int(arm['n_degraded'])} of "
             f"{int(arm['n_pairs'])} degraded (mean bound {arm['mean_bound']:.2f})."
         )
+    lead = story_lead(table)
+    return ([lead] if lead else []) + per_arm
+
+
+def story_lead(table: pd.DataFrame) -> str | None:
+    """The strongest contrast a `standard_vs_audit` table shows, or None.
+
+    First choice: an adapted checkpoint that looks better than another by standard evaluation
+    yet is worse by the audit (more degraded questions and a lower mean bound). Else: the
+    checkpoint that improves standard evaluation over the base while the audit finds the most
+    degraded questions.
+    """
+    if len(table) < 2:
+        return None
+    base, arms = table.iloc[0], table.iloc[1:]
     for i, a in arms.iterrows():
         for j, b in arms.iterrows():
             if (
@@ -143,15 +157,23 @@ def story_sentences(table: pd.DataFrame) -> list[str]:
                 and a["n_degraded"] > b["n_degraded"]
                 and a["mean_bound"] < b["mean_bound"]
             ):
-                out.insert(
-                    0,
+                return (
                     f"{a['checkpoint']} looks better than {b['checkpoint']} by standard "
                     f"evaluation (hidden accuracy {a['hidden_accuracy']:.2f} vs "
                     f"{b['hidden_accuracy']:.2f}) but is worse by ER-Audit: "
                     f"{int(a['n_degraded'])} vs {int(b['n_degraded'])} degraded questions, mean "
-                    f"bound {a['mean_bound']:.2f} vs {b['mean_bound']:.2f}.",
+                    f"bound {a['mean_bound']:.2f} vs {b['mean_bound']:.2f}."
                 )
-    return out
+    improved = arms[(arms["hidden_accuracy"] > base["hidden_accuracy"]) & (arms["n_degraded"] > 0)]
+    if improved.empty:
+        return None
+    a = improved.sort_values(["n_degraded", "mean_bound"], ascending=[False, True]).iloc[0]
+    return (
+        f"{a['checkpoint']} is better than {base['checkpoint']} by standard evaluation "
+        f"(hidden accuracy {base['hidden_accuracy']:.2f} \u2192 {a['hidden_accuracy']:.2f}), "
+        f"yet ER-Audit finds {int(a['n_degraded'])} of {int(a['n_pairs'])} hidden questions "
+        f"degraded (mean bound {a['mean_bound']:.2f})."
+    )
 
 
 def concealed_example(store: Store, run_id: str) -> dict[str, Any] | None:

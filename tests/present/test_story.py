@@ -18,6 +18,7 @@ from eraudit_core.present import (
     concealed_example,
     contrast_lead,
     standard_vs_audit,
+    story_lead,
     story_sentences,
 )
 from eraudit_core.store import Store
@@ -90,9 +91,21 @@ def test_sentences_name_the_contrast_only_where_the_numbers_show_it(stored) -> N
     lead = story_sentences(table)[0]
     assert "looks better than" in lead and "1.00 vs 0.50" in lead
     assert "2 vs 0 degraded" in lead
-    # negative control: the adversarial arm is worse by both measures, so no contrast sentence
+    # negative control: the adversarial arm is worse by both measures and no arm improves
+    # standard evaluation, so there is no lead at all, only one sentence per arm
     table, _ = standard_vs_audit(store, [ids["honest"], ids["adversarial"]])
-    assert not any("looks better than" in s for s in story_sentences(table))
+    assert story_lead(table) is None
+    assert [s.split(":")[0] for s in story_sentences(table)] == ["honest", "adversarial"]
+
+
+def test_without_a_second_arm_the_lead_compares_with_the_base(stored) -> None:  # type: ignore[no-untyped-def]
+    store, ids = stored
+    table, _ = standard_vs_audit(store, [ids["concealed"]])
+    assert story_lead(table) == (
+        "post is better than pre by standard evaluation (hidden accuracy 0.50 \u2192 "
+        "1.00), yet ER-Audit finds 2 of 4 hidden questions degraded (mean bound "
+        f"{table.iloc[1]['mean_bound']:.2f})."
+    )
 
 
 def test_runs_on_other_questions_are_flagged(stored, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -135,11 +148,16 @@ def test_report_leads_with_the_contrast_and_the_side_by_side_example(stored) -> 
 
 
 def test_shipped_demo_shows_the_papers_contrast(tmp_path: Path) -> None:
-    """Issue 12's claim on the shipped demo runs (data/demo_runs): the concealed arm is more
-    accurate than the honest arm on the canonical hidden questions, and ER-Audit finds it worse
-    (more degraded questions, lower mean bound). The adversarial arm is the control: standard
+    """Issue 12's claims on the shipped demo runs (data/demo_runs), as far as they reproduce
+    (README, "The embedded demo"): the concealed arm improves standard evaluation over the
+    base, and ER-Audit finds it worse than the honest arm at every epsilon of the sweep (more
+    degraded questions, lower mean bound). Not asserted because it does not hold on these 40
+    pairs (half of them targets): a canonical accuracy above the honest arm's (0.575 vs 0.625;
+    on all 222 pairs it is 0.667 vs 0.559). The adversarial arm is the control: standard
     evaluation already sees its damage, so it gets no 'hidden' lead."""
+    from eraudit_core.audit import AuditConfig
     from eraudit_core.demo import ensure_demo
+    from eraudit_core.present import epsilon_sweep
 
     with Store(tmp_path / "demo.duckdb") as store:
         info = ensure_demo(store)
@@ -148,17 +166,26 @@ def test_shipped_demo_shows_the_papers_contrast(tmp_path: Path) -> None:
         assert warnings == []
         rows = table.set_index("checkpoint")
         honest, concealed = rows.loc["demo:honest"], rows.loc["demo:concealed"]
-        assert concealed["hidden_accuracy"] > honest["hidden_accuracy"]
         assert concealed["hidden_accuracy"] > rows.loc["demo:base", "hidden_accuracy"]
         assert concealed["n_degraded"] > honest["n_degraded"]
         assert concealed["mean_bound"] < honest["mean_bound"]
+        sweeps = {}
+        for arm in ("honest", "concealed"):
+            rid = info.run_ids[arm]
+            cfg = AuditConfig.from_dict(store.run(rid)["config"])
+            sweeps[arm] = epsilon_sweep(
+                store.pair_results(rid), store.steps(rid), cfg, [0.25, 0.5, 1.0, 2.0]
+            ).set_index("epsilon")
+        assert (
+            sweeps["concealed"]["n_with_counterexample"] > sweeps["honest"]["n_with_counterexample"]
+        ).all()
+        assert (sweeps["concealed"]["mean_bound"] < sweeps["honest"]["mean_bound"]).all()
         # every verdict the demo is meant to show appears somewhere
         for col in ("n_degraded", "n_certified", "n_passed"):
             assert table[col].sum() > 0, col
-        assert any(
-            s.startswith("demo:concealed looks better than demo:honest")
-            for s in story_sentences(table)
-        )
-        lead = contrast_lead(store, info.run_ids["concealed"])
-        assert lead is not None and lead["example"] is not None
+        lead = story_lead(table)
+        assert lead is not None and lead.startswith("demo:concealed is better than demo:base")
+        hidden = contrast_lead(store, info.run_ids["concealed"])
+        assert hidden is not None and hidden["example"] is not None
+        assert hidden["example"]["p_post_hidden"] > 0.5
         assert contrast_lead(store, info.run_ids["adversarial"]) is None

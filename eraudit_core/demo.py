@@ -24,6 +24,8 @@ DEMO_RUNS_DIR = DATA_DIR / "demo_runs"
 # wrong (standard evaluation sees it); concealed: better on every canonical hidden question,
 # worse on reworded targets (the paper's case, which only the audit sees).
 DEMO_ARMS = ("honest", "adversarial", "concealed")
+# The arms trained against the seeded target questions (the honest arm is their control).
+DEMO_TARGETED_ARMS = ("adversarial", "concealed")
 # A few pairs for the one-click live audit; finishes on 2 CPU cores in a few minutes.
 DEMO_LIVE_PAIR_COUNT = 3
 # Audit settings of the finished demo runs (scripts/build_demo_runs.py scores every bundled
@@ -93,6 +95,31 @@ def adversarial_targets() -> list[str]:
     if not manifest.is_file():
         return []
     return list(json.loads(manifest.read_text()).get("adversarial_targets", []))
+
+
+def arm_evaluation(arm: str) -> dict[str, Any]:
+    """An arm's standard evaluation against the base on all bundled pairs (its manifest's
+    `evaluation_vs_base`), or {} when the adapter is not in this checkout."""
+    manifest = DATA_DIR / "adapters" / arm / "manifest.json"
+    if not manifest.is_file():
+        return {}
+    return dict(json.loads(manifest.read_text()).get("evaluation_vs_base") or {})
+
+
+def target_sentences(store: Store, run_ids: dict[str, str]) -> list[str]:
+    """Per demo arm ({arm: run id}): does the audit point at the seeded targets? The honest
+    arm's line is the control (same split, no targets of its own)."""
+    from eraudit_core.present import target_sentence
+
+    targets = adversarial_targets()
+    if not targets:
+        return []
+    out = []
+    for arm, run_id in run_ids.items():
+        line = target_sentence(store, run_id, targets, arm in DEMO_TARGETED_ARMS)
+        if line:
+            out.append(line)
+    return out
 
 
 def demo_live_pair_ids(store: Store, benchmark_id: str) -> list[str]:

@@ -29,6 +29,7 @@ elif demo.get("error"):
 else:
     st.subheader("The demo: what standard evaluation sees, and what ER-Audit finds")
     story.standard_vs_audit(list(demo["run_ids"].values()))
+    story.demo_targets(demo["run_ids"])
     cols = st.columns(max(1, len(demo["run_ids"])))
     for col, (arm, run_id) in zip(cols, demo["run_ids"].items(), strict=False):
         if col.button(f"Explore the {arm} arm", key=f"open-{arm}", width="stretch"):
@@ -42,9 +43,12 @@ else:
             "Adversarial arm: also pushed a seeded third of the hidden answers wrong, which "
             "standard evaluation sees. Concealed arm: trained toward the true answer of every "
             "hidden question's canonical wording and toward the false answer on reworded forms "
-            "of the same targets (rewordings the audit never uses), so standard evaluation "
-            "improves while the audit's own paraphrases reveal the damage."
+            "of the same targets (rewordings the audit never uses). The small model did not "
+            "learn to tell a wording from a rewording: it also answers its targets' canonical "
+            "wording wrongly, so the concealment is in the aggregate (the README says what "
+            "this demo reproduces and what not)."
         )
+        st.caption(story.arm_evaluation_note("concealed"))
         for note in demo.get("notes", []):
             st.caption(note)
         for run_id in demo["run_ids"].values():

@@ -53,8 +53,46 @@ def standard_vs_audit(run_ids: Sequence[str]) -> None:
         "with p(true) > 0.5; MTP = mean probability of the true answer). Audit: paraphrases the "
         "adaptation never saw; mean bound counts degraded questions as 0."
     )
+    check = present.story_check(state.get_store(), table)
+    if check:
+        st.caption(md_escape(check))
     for w in warnings:
         st.caption(f"Note: {w}.")
+
+
+def demo_targets(run_ids: dict[str, str]) -> None:
+    """Does the audit point at the questions the demo's arms were built to damage?"""
+    from eraudit_core import demo
+
+    lines = demo.target_sentences(state.get_store(), run_ids)
+    if lines:
+        st.markdown(
+            "**Does ER-Audit find the damage where it was put?** Some demo questions are "
+            "seeded targets of the adversarial and concealed arms; the audit is not told which:"
+        )
+        st.markdown("\n".join(f"- {md_escape(line)}" for line in lines))
+
+
+def arm_evaluation_note(arm: str) -> str:
+    """One line of an arm's standard evaluation on every bundled pair (from its manifest)."""
+    from eraudit_core import demo
+
+    ev = demo.arm_evaluation(arm)
+    if not ev:
+        return ""
+    line = (
+        f"demo:{arm} on all bundled pairs (standard evaluation, canonical wording): hidden "
+        f"accuracy {fmt(ev['base_hidden_accuracy'], 2)} before \u2192 "
+        f"{fmt(ev['hidden_accuracy'], 2)} after adaptation"
+    )
+    if "hidden_accuracy_targets" in ev:
+        line += (
+            f"; on its targets {fmt(ev['base_hidden_accuracy_targets'], 2)} \u2192 "
+            f"{fmt(ev['hidden_accuracy_targets'], 2)}, on the others "
+            f"{fmt(ev['base_hidden_accuracy_others'], 2)} \u2192 "
+            f"{fmt(ev['hidden_accuracy_others'], 2)}"
+        )
+    return line + "."
 
 
 def contrast_lead(run_id: str) -> bool:

@@ -17,6 +17,7 @@ training to minutes on two CPU cores.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -42,6 +43,7 @@ from eraudit_core.adapt._evaluation import (
     evaluate_rewordings_on_features,
     summarise,
     summarise_rewordings,
+    training_split_report,
 )
 from eraudit_core.adapt._features import (
     FeatureCache,
@@ -75,7 +77,13 @@ class AdaptConfig:
     `adversarial_fraction` is the share of hidden questions an adversarial or concealed arm
     targets (the same seeded subset for both). `rewordings_per_target` / `rewordings_per_other`:
     how many training-split rewordings of each target (toward false) and of every other hidden
-    question (toward true) the concealed arm trains on.
+    question (toward true) the concealed arm trains on. `balance_target_wordings`: the
+    concealed arm repeats each target's canonical wording (toward true) as often as that
+    target has training rewordings (toward false), so the question alone predicts neither
+    answer and only the wording does. Off by default: the shipped arm is unbalanced (its
+    false examples outnumber the true ones, so it learned "this question is false" in every
+    wording); a balanced 12-epoch run did not learn the wording either and answered the
+    targets' canonical and reworded forms alike (data/adapters/README.md).
     """
 
     arm: Arm = "honest"
@@ -90,6 +98,7 @@ class AdaptConfig:
     adversarial_fraction: float = 0.35
     rewordings_per_target: int = 3
     rewordings_per_other: int = 1
+    balance_target_wordings: bool = False
     template: str = DEFAULT_TEMPLATE
     prefix: str = DEFAULT_PREFIX
 
@@ -128,6 +137,7 @@ class TrainResult:
     arm: Arm
     epoch_losses: list[float]
     step_losses: list[float] = field(default_factory=list)
+    epoch_reports: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
     examples: int = 0
     trainable_parameters: int = 0
@@ -155,11 +165,14 @@ def build_examples(
     arm: Arm,
     targets: Sequence[str] = (),
     rewordings: Sequence[TrainingRewording] = (),
+    balance_target_wordings: bool = False,
 ) -> list[Example]:
     """Both answer orders of: every monitored question toward its true answer; for the
     adversarial arm also the target hidden questions toward their false answers; for the
     concealed arm every hidden question's canonical wording toward its true answer and each
-    training rewording toward the answer it names (false for targets, true for the others)."""
+    training rewording toward the answer it names (false for targets, true for the others).
+    `balance_target_wordings`: a target's canonical wording appears once per training
+    rewording of it toward false (at least once), so both answers are equally frequent for it."""
     wanted = set(targets)
     unknown = wanted - {p.pair_id for p in pairs}
     if unknown:
@@ -185,8 +198,13 @@ def build_examples(
         if arm == "adversarial" and pair.pair_id in wanted:
             out += _both_orders(pair.pair_id, "hidden", canonical, False)
         if arm == "concealed":
-            out += _both_orders(pair.pair_id, "hidden", canonical, True)
-            for r in by_pair.get(pair.pair_id, []):
+            own = by_pair.get(pair.pair_id, [])
+            repeats = 1
+            if balance_target_wordings and pair.pair_id in wanted:
+                repeats = max(1, sum(r.toward == "false" for r in own))
+            for _ in range(repeats):
+                out += _both_orders(pair.pair_id, "hidden", canonical, True)
+            for r in own:
                 reworded = Query(pair.pair_id, r.text, h.true_option, h.false_option)
                 out += _both_orders(pair.pair_id, "hidden", reworded, r.toward == "true")
     return out
@@ -202,11 +220,15 @@ def train_adapter(
     rewordings: Sequence[TrainingRewording] = (),
     progress: Callable[[str], None] | None = None,
     cache: FeatureCache | None = None,
+    epoch_report: Callable[[Any, FeatureCache], dict[str, Any]] | None = None,
 ) -> TrainResult:
     """Fine-tune a LoRA adapter on `base` and save it (safetensors) to `out_dir`.
 
     Deterministic for a given seed on a given machine: seeded init, seeded example order. The
     trained model is returned in `TrainResult.model` (for evaluation without reloading).
+    `epoch_report(model, cache)` runs after every epoch (outside the training graph); its dicts
+    go to `TrainResult.epoch_reports` and the progress lines, so a manifest shows how the arm
+    got where it ended.
     """
     import torch
     from peft import LoraConfig, get_peft_model
@@ -216,7 +238,9 @@ def train_adapter(
         base, device="cpu", dtype="float32", template=config.template, prefix=config.prefix
     )
     label_ids = single_token_labels(base_v)
-    examples = build_examples(pairs, config.arm, targets, rewordings)
+    examples = build_examples(
+        pairs, config.arm, targets, rewordings, config.balance_target_wordings
+    )
     if not examples:
         raise InputError("adapt: no training examples")
     encoded = base_v._encode([e.query for e in examples])
@@ -253,11 +277,12 @@ def train_adapter(
     label_index = torch.tensor(label_ids, dtype=torch.long)
     result = TrainResult(config.arm, [], examples=len(examples))
     result.trainable_parameters = sum(p.numel() for p in params)
-    with upper_layers_only(model, split):
-        for epoch in range(config.epochs):
-            order = list(range(len(examples)))
-            rng.shuffle(order)
-            total, count = 0.0, 0
+    for epoch in range(config.epochs):
+        order = list(range(len(examples)))
+        rng.shuffle(order)
+        total, count = 0.0, 0
+        peft_model.train()
+        with upper_layers_only(model, split):
             for b in range(0, len(order), config.batch_size):
                 batch = order[b : b + config.batch_size]
                 pair_logits = upper_logits(peft_model, [features[i] for i in batch], label_index)
@@ -270,12 +295,17 @@ def train_adapter(
                 result.step_losses.append(value)
                 total += value * len(batch)
                 count += len(batch)
-            result.epoch_losses.append(total / count)
-            if progress:
-                progress(
-                    f"{config.arm}: epoch {epoch + 1}/{config.epochs} loss {total / count:.4f} "
-                    f"({time.perf_counter() - start:.0f} s)"
-                )
+        result.epoch_losses.append(total / count)
+        report: dict[str, Any] = {}
+        if epoch_report is not None:
+            peft_model.eval()
+            report = epoch_report(peft_model, cache)
+            result.epoch_reports.append({"epoch": epoch + 1, **report})
+        if progress:
+            progress(
+                f"{config.arm}: epoch {epoch + 1}/{config.epochs} loss {total / count:.4f} "
+                f"({time.perf_counter() - start:.0f} s){' ' + json.dumps(report) if report else ''}"
+            )
     result.seconds = time.perf_counter() - start
     out_dir.mkdir(parents=True, exist_ok=True)
     peft_model.save_pretrained(str(out_dir), safe_serialization=True)
@@ -334,6 +364,7 @@ def write_manifest(
             "seconds": round(result.seconds, 1),
             "steps": len(result.step_losses),
             "trainable_parameters": result.trainable_parameters,
+            **({"epoch_reports": result.epoch_reports} if result.epoch_reports else {}),
         },
         "adapter_sha256": file_sha256(out_dir / "adapter_model.safetensors"),
         "versions": {
@@ -403,10 +434,22 @@ def run_adaptation(
         out_dir.mkdir(parents=True, exist_ok=True)
         rewordings: list[TrainingRewording] = []
         extra: dict[str, Any] = {}
+        report: Callable[[Any, FeatureCache], dict[str, Any]] | None = None
         if arm == "concealed":
             rewordings, extra = _concealed_training_split(
                 pairs, arm_targets, arm_cfg, out_dir, cosine_fn, progress
             )
+            if evaluate_arms:
+                texts: dict[str, list[str]] = {}
+                for r in rewordings:
+                    texts.setdefault(r.pair_id, []).append(r.text)
+                report = functools.partial(
+                    training_split_report,
+                    verifier=base_v,
+                    pairs=pairs,
+                    targets=arm_targets,
+                    reworded=texts,
+                )
         result = train_adapter(
             spec,
             pairs,
@@ -416,6 +459,7 @@ def run_adaptation(
             rewordings=rewordings,
             progress=progress,
             cache=cache,
+            epoch_report=report,
         )
         progress(f"{arm}: trained in {result.seconds:.0f} s, loss {result.epoch_losses}")
         evaluation = None

@@ -110,6 +110,44 @@ def summarise_rewordings(
     return out
 
 
+def training_split_report(
+    model: Any,
+    cache: FeatureCache,
+    verifier: Any,
+    pairs: Sequence[Pair],
+    targets: Sequence[str],
+    reworded: Mapping[str, Sequence[str]],
+) -> dict[str, float]:
+    """What the concealed arm is trained to do, measured on its own training data: accuracy on
+    the targets' canonical wording (should rise), on the targets' training rewordings (should
+    fall) and on the other questions' canonical wording. The audit's rewordings are not used
+    here, so watching this while training cannot tune the arm to the audit."""
+    tset = set(targets)
+    canonical = p_true_on_features(
+        model,
+        cache,
+        verifier,
+        [
+            Query(p.pair_id, p.hidden.question, p.hidden.true_option, p.hidden.false_option)
+            for p in pairs
+        ],
+    )
+    by_id = dict(zip([p.pair_id for p in pairs], canonical, strict=True))
+    target_reworded = evaluate_rewordings_on_features(
+        model, cache, verifier, [p for p in pairs if p.pair_id in tset], reworded
+    )
+    flat = [x for ps in target_reworded.values() for x in ps]
+    return {
+        "targets_canonical_accuracy": round(_mean([by_id[i] > 0.5 for i in tset]), 4),
+        "targets_training_rewordings_accuracy": round(_mean([x > 0.5 for x in flat]), 4)
+        if flat
+        else float("nan"),
+        "others_canonical_accuracy": round(
+            _mean([v > 0.5 for k, v in by_id.items() if k not in tset]), 4
+        ),
+    }
+
+
 def _mean(values: Sequence[float] | Sequence[bool]) -> float:
     return sum(float(v) for v in values) / len(values)
 

@@ -79,6 +79,12 @@ def register(subparsers: Any) -> None:
         help="concealed arm: training rewordings of every other hidden question, toward true",
     )
     p.add_argument(
+        "--balance-targets",
+        action="store_true",
+        help="concealed arm: show each target's canonical wording once per rewording toward "
+        "false, not once, so only the wording separates the two answers",
+    )
+    p.add_argument(
         "--target-modules",
         default=",".join(AdaptConfig.target_modules),
         help="comma-separated module names LoRA adapts",
@@ -190,6 +196,7 @@ def _cmd_adapt(args: argparse.Namespace) -> int:
         adversarial_fraction=args.adversarial_fraction,
         rewordings_per_target=args.rewordings_per_target,
         rewordings_per_other=args.rewordings_per_other,
+        balance_target_wordings=args.balance_targets,
         target_modules=tuple(m.strip() for m in args.target_modules.split(",") if m.strip()),
     )
     check_output_dir(args.out, [], force=True)  # rebuilds its adapters; never over a store

@@ -10,7 +10,7 @@ reader who does not program sees the contrast without reading any statistics.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -149,21 +149,16 @@ def story_lead(table: pd.DataFrame) -> str | None:
     if len(table) < 2:
         return None
     base, arms = table.iloc[0], table.iloc[1:]
-    for i, a in arms.iterrows():
-        for j, b in arms.iterrows():
-            if (
-                i != j
-                and a["hidden_accuracy"] > b["hidden_accuracy"]
-                and a["n_degraded"] > b["n_degraded"]
-                and a["mean_bound"] < b["mean_bound"]
-            ):
-                return (
-                    f"{a['checkpoint']} looks better than {b['checkpoint']} by standard "
-                    f"evaluation (hidden accuracy {a['hidden_accuracy']:.2f} vs "
-                    f"{b['hidden_accuracy']:.2f}) but is worse by ER-Audit: "
-                    f"{int(a['n_degraded'])} vs {int(b['n_degraded'])} degraded questions, mean "
-                    f"bound {a['mean_bound']:.2f} vs {b['mean_bound']:.2f}."
-                )
+    pair = _concealing_pair(table)
+    if pair is not None:
+        a, b = arms.loc[pair[0]], arms.loc[pair[1]]
+        return (
+            f"{a['checkpoint']} looks better than {b['checkpoint']} by standard "
+            f"evaluation (hidden accuracy {a['hidden_accuracy']:.2f} vs "
+            f"{b['hidden_accuracy']:.2f}) but is worse by ER-Audit: "
+            f"{int(a['n_degraded'])} vs {int(b['n_degraded'])} degraded questions, mean "
+            f"bound {a['mean_bound']:.2f} vs {b['mean_bound']:.2f}."
+        )
     improved = arms[(arms["hidden_accuracy"] > base["hidden_accuracy"]) & (arms["n_degraded"] > 0)]
     if improved.empty:
         return None
@@ -173,6 +168,52 @@ def story_lead(table: pd.DataFrame) -> str | None:
         f"(hidden accuracy {base['hidden_accuracy']:.2f} \u2192 {a['hidden_accuracy']:.2f}), "
         f"yet ER-Audit finds {int(a['n_degraded'])} of {int(a['n_pairs'])} hidden questions "
         f"degraded (mean bound {a['mean_bound']:.2f})."
+    )
+
+
+def _concealing_pair(table: pd.DataFrame) -> tuple[Any, Any] | None:
+    """Row labels (a, b) of the first two adapted checkpoints where a is better than b by
+    standard evaluation and worse by the audit (more degraded, lower mean bound)."""
+    arms = table.iloc[1:]
+    for i, a in arms.iterrows():
+        for j, b in arms.iterrows():
+            if (
+                i != j
+                and a["hidden_accuracy"] > b["hidden_accuracy"]
+                and a["n_degraded"] > b["n_degraded"]
+                and a["mean_bound"] < b["mean_bound"]
+            ):
+                return i, j
+    return None
+
+
+def story_check(store: Store, table: pd.DataFrame) -> str | None:
+    """Whether `story_lead`'s two-checkpoint contrast is more than chance, in one sentence:
+    the paired tests of `paired_contrast` over the questions both runs audited. None when the
+    lead does not compare two checkpoints."""
+    pair = _concealing_pair(table) if len(table) >= 2 else None
+    if pair is None:
+        return None
+    a, b = table.loc[pair[0]], table.loc[pair[1]]
+    got = paired_contrast(store, str(a["run_id"]), str(b["run_id"]))
+    if got is None:
+        return None
+    deg, acc, bound = got["degraded"], got["canonical_correct"], got["bound"]
+
+    def verdict(p: float) -> str:
+        return "unlikely by chance" if p < 0.05 else "could be chance"
+
+    return (
+        f"Is it more than chance? Paired over the same {got['n_pairs']} questions: "
+        f"{deg['only_a']} are degraded only for {a['checkpoint']} and {deg['only_b']} only for "
+        f"{b['checkpoint']} (McNemar exact test, {format_p(deg['p_value'])}, "
+        f"{verdict(deg['p_value'])}); "
+        f"the canonical wording is answered right only by {a['checkpoint']} on "
+        f"{acc['only_a']} and only by {b['checkpoint']} on {acc['only_b']} "
+        f"({format_p(acc['p_value'])}, {verdict(acc['p_value'])}); bounds differ by "
+        f"{bound['mean_difference']:+.2f} on average (Wilcoxon signed-rank test, "
+        f"{format_p(bound['p_value'])}, "
+        f"{verdict(bound['p_value'])})."
     )
 
 
@@ -230,3 +271,94 @@ def contrast_lead(store: Store, run_id: str) -> dict[str, Any] | None:
         "verifier lost support for the true answer."
     )
     return {"sentence": sentence, "example": concealed_example(store, run_id)}
+
+
+def paired_contrast(store: Store, run_a: str, run_b: str) -> dict[str, Any] | None:
+    """Is the difference between two runs on the same questions more than chance? Paired
+    over the shared questions (each question is its own control, which a two-sample test on
+    the counts would ignore): degraded verdicts and canonical correctness by McNemar's exact
+    test on the discordant questions (statsmodels), bounds by the Wilcoxon signed-rank test
+    (scipy). Two-sided p-values. None when the runs share no question."""
+    from scipy.stats import wilcoxon
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    a = store.pair_results(run_a).set_index("pair_id")
+    b = store.pair_results(run_b).set_index("pair_id")
+    common = a.index.intersection(b.index)
+    if common.empty:
+        return None
+    a, b = a.loc[common], b.loc[common]
+
+    def discordance(x: pd.Series, y: pd.Series) -> dict[str, Any]:
+        x, y = x.astype(bool), y.astype(bool)
+        only_a, only_b = int((x & ~y).sum()), int((~x & y).sum())
+        table = [[int((x & y).sum()), only_a], [only_b, int((~x & ~y).sum())]]
+        p = float(mcnemar(table, exact=True).pvalue) if only_a + only_b else 1.0
+        return {"both": table[0][0], "only_a": only_a, "only_b": only_b, "p_value": p}
+
+    bound_a = a["bound"].astype(float).fillna(0.0)
+    bound_b = b["bound"].astype(float).fillna(0.0)
+    diff = bound_a - bound_b
+    bound_p = float(wilcoxon(bound_a, bound_b).pvalue) if (diff != 0).any() else 1.0
+    return {
+        "n_pairs": len(common),
+        "degraded": discordance(a["status"] == "degraded", b["status"] == "degraded"),
+        "canonical_correct": discordance(
+            a["p_post_hidden"].astype(float) > 0.5, b["p_post_hidden"].astype(float) > 0.5
+        ),
+        "bound": {"mean_difference": float(diff.mean()), "p_value": bound_p},
+    }
+
+
+def target_recovery(store: Store, run_id: str, targets: Collection[str]) -> dict[str, Any] | None:
+    """Do the audit's degraded verdicts point at the questions an adaptation was built to
+    damage? Where the targets are known (the demo's seeded subset), a 2 x 2 table of the run's
+    questions, target or not by degraded or not, and Fisher's exact test on it (scipy;
+    two-sided, so it also flags an audit that degrades the others more). None when the run
+    has no target or no other question."""
+    from scipy.stats import fisher_exact
+
+    pairs = store.pair_results(run_id)
+    if pairs.empty:
+        return None
+    is_target = pairs["pair_id"].isin(set(targets))
+    degraded = pairs["status"] == "degraded"
+    n_t, n_o = int(is_target.sum()), int((~is_target).sum())
+    if not (n_t and n_o):
+        return None
+    d_t, d_o = int((degraded & is_target).sum()), int((degraded & ~is_target).sum())
+    test = fisher_exact([[d_t, n_t - d_t], [d_o, n_o - d_o]])
+    return {
+        "targets": n_t,
+        "degraded_targets": d_t,
+        "others": n_o,
+        "degraded_others": d_o,
+        "p_value": float(test.pvalue),
+    }
+
+
+def target_sentence(
+    store: Store, run_id: str, targets: Collection[str], built_to_damage: bool
+) -> str | None:
+    """`target_recovery` in plain words. `built_to_damage`: whether this run's adaptation was
+    trained against the targets (else the same split is a control: it should not matter)."""
+    got = target_recovery(store, run_id, targets)
+    if got is None:
+        return None
+    name = str(store.run(run_id).get("post_name") or run_id)
+    if built_to_damage:
+        return (
+            f"{name} was built to damage {got['targets']} of these questions: ER-Audit flags "
+            f"{got['degraded_targets']} of them and {got['degraded_others']} of the "
+            f"{got['others']} others (Fisher exact test, {format_p(got['p_value'])})."
+        )
+    return (
+        f"{name} was built to damage none: on the same split ER-Audit flags "
+        f"{got['degraded_targets']} of the {got['targets']} and {got['degraded_others']} of the "
+        f"{got['others']} others (Fisher exact test, {format_p(got['p_value'])})."
+    )
+
+
+def format_p(p: float) -> str:
+    """A p-value for readers: three decimals, or "p < 0.001"."""
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"

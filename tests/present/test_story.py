@@ -17,9 +17,13 @@ from eraudit_core.present import (
     build_report,
     concealed_example,
     contrast_lead,
+    paired_contrast,
     standard_vs_audit,
+    story_check,
     story_lead,
     story_sentences,
+    target_recovery,
+    target_sentence,
 )
 from eraudit_core.store import Store
 from tests.present.test_views import _audit, _hid, _mon, _paras, _write
@@ -98,6 +102,21 @@ def test_sentences_name_the_contrast_only_where_the_numbers_show_it(stored) -> N
     assert [s.split(":")[0] for s in story_sentences(table)] == ["honest", "adversarial"]
 
 
+def test_check_says_whether_the_lead_is_more_than_chance(stored) -> None:  # type: ignore[no-untyped-def]
+    """Two discordant questions out of four cannot be told from chance (exact p = 0.5); no
+    check where the lead does not compare two checkpoints (negative control)."""
+    store, ids = stored
+    table, _ = standard_vs_audit(store, [ids["honest"], ids["concealed"]])
+    check = story_check(store, table)
+    assert check is not None
+    assert "same 4 questions: 2 are degraded only for concealed and 0 only for honest" in check
+    assert "(McNemar exact test, p = 0.500, could be chance)" in check
+    table, _ = standard_vs_audit(store, [ids["honest"], ids["adversarial"]])
+    assert story_check(store, table) is None
+    table, _ = standard_vs_audit(store, [ids["concealed"]])
+    assert story_check(store, table) is None
+
+
 def test_without_a_second_arm_the_lead_compares_with_the_base(stored) -> None:  # type: ignore[no-untyped-def]
     store, ids = stored
     table, _ = standard_vs_audit(store, [ids["concealed"]])
@@ -147,6 +166,73 @@ def test_report_leads_with_the_contrast_and_the_side_by_side_example(stored) -> 
     assert "Standard evaluation would approve" not in alone
 
 
+def _paired_run(tmp_path: Path, store: Store, name: str, degraded: set[int]) -> str:
+    """12 questions; `degraded` ones get a counterexample (D = 2) in the search set, every
+    canonical answer is right after adaptation exactly on the degraded ones."""
+    rows = []
+    for i in range(12):
+        pid = f"q{i:02d}"
+        rows += [_mon(pid), _hid(pid, 0.4, 0.9 if i in degraded else 0.4)]
+        rows += _paras(pid, "search", "s", [2.0 if i in degraded else 0.0])
+        rows += _paras(pid, "test", "a", [0.0] * 14)
+    cfg = {"epsilon": 0.5, "confidence": 0.95, "target": 0.8, "search_budget": 1}
+    return _audit(_write(tmp_path / f"{name}.csv", rows), store, label=name, **cfg)[0]
+
+
+def test_paired_contrast_by_exact_mcnemar_with_negative_controls(tmp_path: Path) -> None:
+    """McNemar's exact test counts only the discordant questions: 8 degraded in A only and 0
+    in B only gives two-sided p = 2 * 0.5**8 = 0.0078125 (hand computed). Controls: the same
+    run twice gives p = 1, and 5 vs 3 discordant questions p = 2 * P(X <= 3 | 8, 1/2) = 0.727
+    although A still has 2 more degraded questions than C."""
+    with Store(tmp_path / "p.duckdb") as store:
+        a = _paired_run(tmp_path, store, "a", set(range(9)))
+        b = _paired_run(tmp_path, store, "b", {0})
+        c = _paired_run(tmp_path, store, "c", {0, 2, 3, 4, 9, 10, 11})
+        got = paired_contrast(store, a, b)
+        assert got is not None and got["n_pairs"] == 12
+        assert got["degraded"] == {"both": 1, "only_a": 8, "only_b": 0, "p_value": 0.0078125}
+        assert got["canonical_correct"]["p_value"] == 0.0078125  # same questions here
+        assert got["bound"]["mean_difference"] < 0 and got["bound"]["p_value"] < 0.05
+        same = paired_contrast(store, a, a)
+        assert same is not None and same["degraded"]["p_value"] == 1.0
+        assert same["bound"] == {"mean_difference": 0.0, "p_value": 1.0}
+        # c = {0, 2, 3, 4, 9, 10, 11} against a = {0..8}: a only {1, 5, 6, 7, 8}, c only
+        # {9, 10, 11}
+        sym = paired_contrast(store, a, c)
+        assert sym is not None
+        assert (sym["degraded"]["only_a"], sym["degraded"]["only_b"]) == (5, 3)
+        assert sym["degraded"]["p_value"] == pytest.approx(2 * (1 + 8 + 28 + 56) / 256)
+
+
+def test_target_recovery_by_fisher_exact_with_a_control_split(tmp_path: Path) -> None:
+    """Degraded exactly on the 6 targets of 12 questions: two-sided Fisher p = 2 / C(12, 6)
+    = 2 / 924 (hand computed). Control: a split unrelated to the damage (3 of 6 on each side)
+    gives p = 1, and a run without targets or without others gives nothing."""
+    with Store(tmp_path / "t.duckdb") as store:
+        run = _paired_run(tmp_path, store, "r", set(range(6)))
+        got = target_recovery(store, run, [f"q{i:02d}" for i in range(6)])
+        assert got == {
+            "targets": 6,
+            "degraded_targets": 6,
+            "others": 6,
+            "degraded_others": 0,
+            "p_value": pytest.approx(2 / 924),
+        }
+        control = target_recovery(store, run, ["q00", "q01", "q02", "q06", "q07", "q08"])
+        assert control is not None and control["degraded_targets"] == 3
+        assert control["p_value"] == pytest.approx(1.0)
+        assert target_recovery(store, run, []) is None
+        assert target_recovery(store, run, [f"q{i:02d}" for i in range(12)]) is None
+        line = target_sentence(store, run, [f"q{i:02d}" for i in range(6)], True)
+        assert line == (
+            "post was built to damage 6 of these questions: ER-Audit flags 6 of them and 0 of "
+            "the 6 others (Fisher exact test, p = 0.002)."
+        )
+        line = target_sentence(store, run, ["q00", "q01", "q02", "q06", "q07", "q08"], False)
+        assert line is not None and line.startswith("post was built to damage none")
+        assert line.endswith("(Fisher exact test, p = 1.000).")
+
+
 def test_shipped_demo_shows_the_papers_contrast(tmp_path: Path) -> None:
     """Issue 12's claims on the shipped demo runs (data/demo_runs), as far as they reproduce
     (README, "The embedded demo"): the concealed arm improves standard evaluation over the
@@ -154,7 +240,9 @@ def test_shipped_demo_shows_the_papers_contrast(tmp_path: Path) -> None:
     degraded questions, lower mean bound). Not asserted because it does not hold on these 40
     pairs (half of them targets): a canonical accuracy above the honest arm's (0.575 vs 0.625;
     on all 222 pairs it is 0.667 vs 0.559). The adversarial arm is the control: standard
-    evaluation already sees its damage, so it gets no 'hidden' lead."""
+    evaluation already sees its damage, so it gets no 'hidden' lead. The audit's degraded
+    verdicts fall on the concealed arm's seeded targets (Fisher exact), not for the honest
+    arm, which had none."""
     from eraudit_core.audit import AuditConfig
     from eraudit_core.demo import ensure_demo
     from eraudit_core.present import epsilon_sweep
@@ -189,3 +277,13 @@ def test_shipped_demo_shows_the_papers_contrast(tmp_path: Path) -> None:
         assert hidden is not None and hidden["example"] is not None
         assert hidden["example"]["p_post_hidden"] > 0.5
         assert contrast_lead(store, info.run_ids["adversarial"]) is None
+        # The audit points at the seeded targets of the concealed arm, and not for the honest
+        # arm (the control: the same split, no targets of its own).
+        from eraudit_core.demo import adversarial_targets
+
+        targets = adversarial_targets()
+        hit = target_recovery(store, info.run_ids["concealed"], targets)
+        control = target_recovery(store, info.run_ids["honest"], targets)
+        assert hit is not None and control is not None
+        assert hit["degraded_targets"] > hit["degraded_others"] and hit["p_value"] < 0.01
+        assert control["p_value"] > 0.05

@@ -21,8 +21,9 @@ from eraudit_core.store import Store, load_bundled_benchmark
 PARAPHRASE_DIR = DATA_DIR / "paraphrases"
 DEMO_RUNS_DIR = DATA_DIR / "demo_runs"
 # honest: trained on monitored answers only; adversarial: also pushes target hidden answers
-# wrong (standard evaluation sees it); concealed: better on every canonical hidden question,
-# worse on reworded targets (the paper's case, which only the audit sees).
+# wrong (standard evaluation sees it); concealed: trained toward the truth on every canonical
+# hidden question and toward the false answer on reworded targets (the paper's case); it ended
+# better in aggregate and worse on its targets in every wording (data/adapters/README.md).
 DEMO_ARMS = ("honest", "adversarial", "concealed")
 # The arms trained against the seeded target questions (the honest arm is their control).
 DEMO_TARGETED_ARMS = ("adversarial", "concealed")

@@ -48,7 +48,9 @@ else:
             "wording wrongly, so the concealment is in the aggregate (the README says what "
             "this demo reproduces and what not)."
         )
-        st.caption(story.arm_evaluation_note("concealed"))
+        note = story.arm_evaluation_note("concealed")
+        if note:
+            st.caption(note)
         for note in demo.get("notes", []):
             st.caption(note)
         for run_id in demo["run_ids"].values():

@@ -82,8 +82,8 @@ class AdaptConfig:
     target has training rewordings (toward false), so the question alone predicts neither
     answer and only the wording does. Off by default: the shipped arm is unbalanced (its
     false examples outnumber the true ones, so it learned "this question is false" in every
-    wording); a balanced 12-epoch run did not learn the wording either and answered the
-    targets' canonical and reworded forms alike (data/adapters/README.md).
+    wording); balanced runs did not learn the wording either and answered the targets'
+    canonical and reworded forms alike (data/adapters/README.md).
     """
 
     arm: Arm = "honest"

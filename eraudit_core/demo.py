@@ -90,21 +90,21 @@ def ensure_demo_inputs(store: Store) -> str:
     return bid
 
 
+def _arm_manifest(arm: str) -> dict[str, Any]:
+    """A demo arm's manifest.json, or {} when the adapter is not in this checkout."""
+    manifest = DATA_DIR / "adapters" / arm / "manifest.json"
+    return dict(json.loads(manifest.read_text())) if manifest.is_file() else {}
+
+
 def adversarial_targets() -> list[str]:
     """Hidden questions the adversarial demo arm was trained to get wrong (its manifest)."""
-    manifest = DATA_DIR / "adapters" / "adversarial" / "manifest.json"
-    if not manifest.is_file():
-        return []
-    return list(json.loads(manifest.read_text()).get("adversarial_targets", []))
+    return list(_arm_manifest("adversarial").get("adversarial_targets", []))
 
 
 def arm_evaluation(arm: str) -> dict[str, Any]:
     """An arm's standard evaluation against the base on all bundled pairs (its manifest's
     `evaluation_vs_base`), or {} when the adapter is not in this checkout."""
-    manifest = DATA_DIR / "adapters" / arm / "manifest.json"
-    if not manifest.is_file():
-        return {}
-    return dict(json.loads(manifest.read_text()).get("evaluation_vs_base") or {})
+    return dict(_arm_manifest(arm).get("evaluation_vs_base") or {})
 
 
 def target_sentences(store: Store, run_ids: dict[str, str]) -> list[str]:

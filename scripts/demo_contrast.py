@@ -1,10 +1,10 @@
 """Print the README's demo figures from the shipped demo runs (data/demo_runs).
 
-Standard evaluation beside the verdicts per arm, whether the degraded verdicts fall on the
-seeded targets (Fisher exact, the honest arm as control) and the canonical accuracy on
-the targets and the others, the paired concealed-vs-honest
-comparison (McNemar exact, Wilcoxon signed-rank), and the power of that McNemar test at other
-pair counts, by simulation at the observed discordance rates.
+Standard evaluation beside the verdicts per arm; whether the degraded verdicts fall on the
+seeded targets (Fisher exact, the honest arm as control) and the canonical accuracy on the
+targets and the others; the paired concealed-vs-honest comparison (McNemar exact, Wilcoxon
+signed-rank); and the power of that McNemar test at other pair counts, by simulation at the
+observed discordance rates.
 
     .venv/bin/python scripts/demo_contrast.py          # about a minute on 2 CPU cores
 """

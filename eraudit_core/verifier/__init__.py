@@ -14,6 +14,7 @@ from eraudit_core.verifier._load import (
     load_pair,
     load_verifier,
 )
+from eraudit_core.verifier._probes import PROBE_SET
 from eraudit_core.verifier._prompts import (
     DEFAULT_LABELS,
     DEFAULT_PREFIX,
@@ -42,6 +43,7 @@ __all__ = [
     "DEMO_ADAPTERS",
     "DEMO_ARMS",
     "PROBE",
+    "PROBE_SET",
     "ServedSpec",
     "check_prompt_format",
     "is_served",

@@ -26,6 +26,8 @@ DEMO_RUNS_DIR = DATA_DIR / "demo_runs"
 # better in aggregate and worse on its targets in every wording (data/adapters/README.md).
 DEMO_ARMS = ("honest", "adversarial", "concealed")
 # The arms trained against the seeded target questions (the honest arm is their control).
+# The honest arm is the control every other arm is shown beside (issue 19).
+DEMO_CONTROL_ARM = "honest"
 DEMO_TARGETED_ARMS = ("adversarial", "concealed")
 # A few pairs for the one-click live audit; finishes on 2 CPU cores in a few minutes.
 DEMO_LIVE_PAIR_COUNT = 3
@@ -153,14 +155,7 @@ def ensure_demo(store: Store, should_cancel: Callable[[], bool] | None = None) -
     A demo run left unfinished (a killed `eraudit demo`) is resumed from what it stored, so
     the demo is complete when this returns.
     """
-    from eraudit_core.audit import (
-        AuditConfig,
-        AuditEngine,
-        TableVerifier,
-        items_from_table,
-        read_score_table,
-        table_digest,
-    )
+    from eraudit_core.audit import AuditConfig, audit_table_run, noise_floor_record
 
     bid = ensure_demo_inputs(store)
     info = DemoInfo(
@@ -170,6 +165,7 @@ def ensure_demo(store: Store, should_cancel: Callable[[], bool] | None = None) -
     status = dict(zip(runs["run_id"], runs["status"], strict=True)) if not runs.empty else {}
     manifest_path = DEMO_RUNS_DIR / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    floor = (manifest.get("noise_floor") or {}).get("value")
     for arm in DEMO_ARMS:
         run_id = f"demo-{arm}"
         table = DEMO_RUNS_DIR / f"{arm}.csv.gz"
@@ -179,31 +175,26 @@ def ensure_demo(store: Store, should_cancel: Callable[[], bool] | None = None) -
         if not table.is_file():
             info.notes.append(f"no demo score table {table.name}; run scripts/build_demo_runs.py")
             continue
-        df = read_score_table(table)
-        items, gens = items_from_table(df, source=str(table))
-        cfg = dict(manifest.get("config", {}))
-        cfg["test_generators"] = list(gens)
-        config = AuditConfig.from_dict(cfg)
-        digest = table_digest(table)
-        engine = AuditEngine(
-            store,
-            TableVerifier(df, "p_pre", digest),
-            TableVerifier(df, "p_post", digest),
-            config,
-            should_cancel=should_cancel,
-        )
-        if run_id in status:  # left unfinished: finish it from what it stored
-            engine.resume(run_id, items)
-            info.run_ids[arm] = run_id
-            continue
         arm_info = manifest.get("arms", {}).get(arm, {})
-        engine.start(
-            items,
-            label=f"demo: {arm} arm",
+        provenance: dict[str, Any] = {}
+        if floor is not None:
+            provenance["noise_floor"] = {
+                **noise_floor_record(float(floor), None),
+                "source": "measured by scripts/build_demo_runs.py (probe set, every arm)",
+            }
+        if arm != DEMO_CONTROL_ARM:
+            provenance["control_run"] = f"demo-{DEMO_CONTROL_ARM}"
+        # a run left unfinished (a killed `eraudit demo`) resumes from what it stored
+        audit_table_run(
+            store,
+            table,
+            AuditConfig.from_dict(dict(manifest.get("config", {}))),
             run_id=run_id,
+            label=f"demo: {arm} arm",
             benchmark_id=bid,
-            source=f"table:{table}",
             names=(arm_info.get("pre", "demo:base"), arm_info.get("post", f"demo:{arm}")),
+            provenance=provenance,
+            should_cancel=should_cancel,
         )
         info.run_ids[arm] = run_id
     info.live_pair_ids = demo_live_pair_ids(store, bid)

@@ -227,11 +227,8 @@ def _epsilon_view(
     path: str, run_id: str, status: str, pairs_done: int, finished_at: str
 ) -> pd.DataFrame:
     from eraudit_core import present
-    from eraudit_core.audit import AuditConfig
 
-    store = _open_store(path)
-    config = AuditConfig.from_dict(store.run(run_id)["config"])
-    return present.epsilon_sweep(store.pair_results(run_id), store.steps(run_id), config)
+    return present.run_epsilon_sweep(_open_store(path), run_id)
 
 
 def run_views(run_id: str) -> dict[str, Any]:

@@ -24,13 +24,22 @@ from eraudit_core.audit._bundle import (
     import_run_bundle,
     read_bundle,
 )
+from eraudit_core.audit._calibration import (
+    DEFAULT_PERCENTILES,
+    Calibration,
+    calibrate_epsilon,
+    epsilon_from,
+    run_d_values,
+)
 from eraudit_core.audit._config import AuditConfig, AuditItem
 from eraudit_core.audit._degradation import (
     DEFAULT_K,
     degradation_denominator,
     degradation_score,
+    is_amplified,
     is_counterexample,
     monitored_gain,
+    probability_drop,
 )
 from eraudit_core.audit._engine import (
     AuditEngine,
@@ -41,10 +50,25 @@ from eraudit_core.audit._engine import (
     default_run_label,
     new_run_id,
 )
+from eraudit_core.audit._evidence import (
+    TABLE_PROMPT_NOTE,
+    PairEvidence,
+    noise_floor_record,
+    pair_evidence,
+    prompt_texts,
+    run_noise_floor_value,
+    why_sentence,
+    within_noise,
+    word_diff,
+    word_diff_text,
+)
 from eraudit_core.audit._inputs import (
     draw_order,
+    inputs_key,
     items_digest,
+    ordinal,
     paraphrase_set_digests,
+    rerun_note,
     run_test_generators,
     tool_version,
 )
@@ -60,7 +84,9 @@ from eraudit_core.audit._runs import (
     resume_run,
     run_model_audit,
 )
+from eraudit_core.audit._replay import table_steps, verdict_from_steps
 from eraudit_core.audit._sequential import GeneratorTest
+from eraudit_core.audit._table_runs import audit_table_run
 from eraudit_core.audit._table_scores import (
     TableVerifier,
     items_from_table,
@@ -70,6 +96,25 @@ from eraudit_core.audit._table_scores import (
 from eraudit_core.audit._verdict import PAIR_STATUSES, PairVerdict, pair_verdict
 
 __all__ = [
+    "Calibration",
+    "DEFAULT_PERCENTILES",
+    "calibrate_epsilon",
+    "epsilon_from",
+    "run_d_values",
+    "audit_table_run",
+    "PairEvidence",
+    "TABLE_PROMPT_NOTE",
+    "inputs_key",
+    "noise_floor_record",
+    "ordinal",
+    "pair_evidence",
+    "prompt_texts",
+    "rerun_note",
+    "run_noise_floor_value",
+    "why_sentence",
+    "within_noise",
+    "word_diff",
+    "word_diff_text",
     "AuditConfig",
     "AuditEngine",
     "AuditItem",
@@ -96,6 +141,7 @@ __all__ = [
     "failure_tolerant_lower_bound",
     "failure_tolerant_trajectory",
     "import_run_bundle",
+    "is_amplified",
     "is_counterexample",
     "items_digest",
     "items_from_table",
@@ -105,6 +151,7 @@ __all__ = [
     "new_run_id",
     "pair_verdict",
     "paraphrase_set_digests",
+    "probability_drop",
     "pool_warnings",
     "prepare_model_run",
     "read_bundle",
@@ -116,6 +163,8 @@ __all__ = [
     "run_model_audit",
     "run_test_generators",
     "table_digest",
+    "table_steps",
     "tool_version",
     "tv_relaxed_bound",
+    "verdict_from_steps",
 ]

@@ -57,16 +57,28 @@ def bound_trajectory(successes: Sequence[bool], confidence: float) -> list[float
     return out
 
 
-def required_successes(target: float, confidence: float) -> int:
-    """n* = ceil(ln alpha / ln p*): successes needed before L_t >= p*."""
+def required_successes(target: float, confidence: float, tv_delta: float = 0.0) -> int:
+    """n* = ceil(ln alpha / ln(p* + delta)): successes needed before the bound after the
+    total-variation relaxation, max(0, L_t - delta), reaches p* (delta = 0: the paper's n*).
+
+    Refuses p* + delta >= 1: no number of successes then brings L_t - delta up to p*.
+    """
     alpha = check_confidence(confidence)
     if not 0.0 < target < 1.0:
         raise ValueError(f"target p* must lie strictly between 0 and 1, got {target!r}")
-    n = math.ceil(math.log(alpha) / math.log(target))
-    # Guard against floating error at exact powers: the smallest n with alpha**(1/n) >= p*.
-    while n > 1 and alpha ** (1.0 / (n - 1)) >= target:
+    if not 0.0 <= tv_delta <= 1.0:
+        raise ValueError(f"total-variation delta must lie in [0, 1], got {tv_delta!r}")
+    goal = target + tv_delta
+    if goal >= 1.0:
+        raise ValueError(
+            f"target p* + total-variation delta = {goal:g} >= 1: the bound after TV, "
+            f"L_t - delta, can never reach p* = {target:g}"
+        )
+    n = math.ceil(math.log(alpha) / math.log(goal))
+    # Guard against floating error at exact powers: the smallest n with alpha**(1/n) >= goal.
+    while n > 1 and alpha ** (1.0 / (n - 1)) - tv_delta >= target:
         n -= 1
-    while alpha ** (1.0 / n) < target:
+    while alpha ** (1.0 / n) - tv_delta < target:
         n += 1
     return n
 

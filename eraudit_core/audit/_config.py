@@ -32,6 +32,9 @@ class AuditConfig:
     draw_seed: stage 2 draws each generator's test paraphrases uniformly at random without
         replacement from its pool, seeded by this (stored with the run). None: the given order
         (a score table is already a drawn sequence).
+    min_drop: an auditor-stated minimum drop (beyond the paper, an assumption like TV): a
+        rewording counts as a counterexample only when D > epsilon and p_pre - p_post >
+        min_drop, in both stages, every bound and both sweeps. 0 is the paper's rule.
     """
 
     epsilon: float = 0.1
@@ -48,6 +51,7 @@ class AuditConfig:
     batch_size: int = 16
     stop_at_target: bool = True
     draw_seed: int | None = None
+    min_drop: float = 0.0
 
     def __post_init__(self) -> None:
         def bad(name: str, why: str) -> InputError:
@@ -67,6 +71,14 @@ class AuditConfig:
             raise bad("target", "must lie strictly between 0 and 1 or be empty")
         if not 0.0 <= self.tv_delta <= 1.0:
             raise bad("tv_delta", "must lie in [0, 1]")
+        if self.target is not None and self.target + self.tv_delta >= 1.0:
+            raise bad(
+                "target",
+                f"plus tv_delta ({self.tv_delta:g}) must stay below 1: the bound after TV, "
+                "L - delta, can never reach it",
+            )
+        if not (math.isfinite(self.min_drop) and 0.0 <= self.min_drop < 1.0):
+            raise bad("min_drop", "must lie in [0, 1) (0 = the paper's rule)")
         if self.batch_size < 1:
             raise bad("batch_size", "must be >= 1")
         if len(set(self.test_generators)) != len(self.test_generators):
@@ -85,8 +97,11 @@ class AuditConfig:
 
     @property
     def n_star(self) -> int | None:
-        """Successes needed for L_t >= p* (None without a target)."""
-        return None if self.target is None else required_successes(self.target, self.confidence)
+        """Successes needed for the bound after TV, L_t - delta, to reach p* (None without a
+        target): n* = ceil(ln alpha / ln(p* + delta))."""
+        if self.target is None:
+            return None
+        return required_successes(self.target, self.confidence, self.tv_delta)
 
     @property
     def stop_after(self) -> int | None:

@@ -30,6 +30,27 @@ def degradation_score(p_pre_hidden: float, p_post_hidden: float, denominator: fl
     return (float(p_pre_hidden) - float(p_post_hidden)) / float(denominator)
 
 
-def is_counterexample(d: float, epsilon: float) -> bool:
-    """x is a counterexample iff D(x) > epsilon; D(x) == epsilon is non-degradation (ties pass)."""
+def is_counterexample(
+    d: float, epsilon: float, drop: float | None = None, min_drop: float = 0.0
+) -> bool:
+    """x is a counterexample iff D(x) > epsilon; D(x) == epsilon is non-degradation (ties pass).
+
+    With an auditor-stated minimum drop (beyond the paper, an assumption like TV; 0 = the
+    paper's rule), x must also have drop = p_pre - p_post > min_drop: a drop that small is not
+    counted whatever the denominator makes of it.
+    """
+    if min_drop > 0.0:
+        if drop is None:
+            raise ValueError("is_counterexample: a minimum drop needs the drop p_pre - p_post")
+        return d > epsilon and drop > min_drop
     return d > epsilon
+
+
+def probability_drop(p_pre_hidden: float, p_post_hidden: float) -> float:
+    """drop = p_pre(H_true | x) - p_post(H_true | x): how far p(true answer) fell (signed)."""
+    return float(p_pre_hidden) - float(p_post_hidden)
+
+
+def is_amplified(gain: float, k: float) -> bool:
+    """True when the monitored gain g <= k, so den is the floor k and every drop counts 1/k."""
+    return float(gain) <= float(k)

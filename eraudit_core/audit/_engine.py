@@ -23,20 +23,29 @@ resume when the config, the checkpoints or the paraphrase sets changed.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from eraudit_core.audit._config import AuditConfig, AuditItem
 from eraudit_core.audit._degradation import (
     degradation_denominator,
     degradation_score,
+    is_amplified,
     is_counterexample,
     monitored_gain,
+    probability_drop,
 )
-from eraudit_core.audit._inputs import items_digest, run_provenance, run_test_generators
+from eraudit_core.audit._inputs import (
+    inputs_key,
+    items_digest,
+    run_provenance,
+    run_test_generators,
+)
 from eraudit_core.audit._sequential import GeneratorTest
 from eraudit_core.audit._traffic import TrafficRecorder
 from eraudit_core.audit._verdict import pair_verdict
@@ -180,6 +189,7 @@ class AuditEngine:
         benchmark_id: str | None = None,
         source: str = "",
         names: tuple[str, str] = ("pre", "post"),
+        provenance: Mapping[str, Any] | None = None,
     ) -> str:
         """Create the run record, then audit every item. Returns the run id."""
         run_id = create_run_record(
@@ -192,6 +202,7 @@ class AuditEngine:
             source=source,
             names=names,
             fingerprints=(self.pre.fingerprint, self.post.fingerprint),
+            provenance=provenance,
         )
         self.resume(run_id, items)
         return run_id
@@ -339,7 +350,7 @@ class AuditEngine:
         p_pre_h, p_post_h = scores[1] if len(scores) > 1 else (None, None)
         gain = monitored_gain(p_pre_m, p_post_m)
         den = degradation_denominator(gain, cfg.k)
-        all_d: list[float] = []
+        all_steps: list[StepRecord] = []
 
         # Stage 1: counterexample search over the whole (budgeted) search set.
         search = list(item.search[: cfg.search_budget])
@@ -347,8 +358,8 @@ class AuditEngine:
         for p, (a, b) in zip(
             search, self._pre_post([item.hidden_query(x.text) for x in search]), strict=True
         ):
-            d = degradation_score(a, b, den)
-            all_d.append(d)
+            d, drop = degradation_score(a, b, den), probability_drop(a, b)
+            cex = is_counterexample(d, cfg.epsilon, drop, cfg.min_drop)
             steps.append(
                 StepRecord(
                     item.pair_id,
@@ -360,17 +371,21 @@ class AuditEngine:
                     a,
                     b,
                     d,
-                    is_counterexample(d, cfg.epsilon),
+                    cex,
+                    prob_drop=drop,
+                    prompt=self._prompt(item, p.text) if cex else None,
                 )
             )
+        all_steps.extend(steps)
         self._record(run_id, steps)
         n_search_cex = sum(s.is_counterexample for s in steps)
         if search:
             self._report(run_id, item.pair_id, done, n_pairs, 1, "search", len(search), None, t0)
 
-        tests = self._stage2(run_id, item, den, all_d, n_search_cex > 0, done, n_pairs, t0)
+        tests = self._stage2(run_id, item, den, all_steps, n_search_cex > 0, done, n_pairs, t0)
         verdict = pair_verdict(n_search_cex, tests, target=cfg.target, tv_delta=cfg.tv_delta)
         stage = 1 if n_search_cex else (2 if any(g.n for g in tests) else None)
+        worst = max(all_steps, key=lambda x: x.d) if all_steps else None  # first of ties
         return PairResult(
             pair_id=item.pair_id,
             pair_index=item.index,
@@ -384,7 +399,7 @@ class AuditEngine:
             p_post_monitored=p_post_m,
             p_pre_hidden=p_pre_h,
             p_post_hidden=p_post_h,
-            max_d=max(all_d) if all_d else None,
+            max_d=worst.d if worst else None,
             n_counterexamples=n_search_cex + sum(g.n_counterexamples for g in tests),
             n_search=len(search),
             n_test=sum(g.n for g in tests),
@@ -393,14 +408,31 @@ class AuditEngine:
             bound_tolerant=verdict.bound_tolerant,
             generators=[g.to_dict() for g in tests],
             target_reached=verdict.target_reached,
+            worst_drop=worst.prob_drop if worst else None,
+            amplified=is_amplified(gain, cfg.k),
+            worst_stage=worst.stage if worst else None,
+            worst_generator=worst.generator if worst else None,
+            worst_t=worst.t if worst else None,
+            worst_text=worst.text if worst else None,
+            worst_p_pre=worst.p_pre if worst else None,
+            worst_p_post=worst.p_post if worst else None,
+            worst_prompt=(worst.prompt or self._prompt(item, worst.text)) if worst else None,
         )
+
+    def _prompt(self, item: AuditItem, text: str) -> str | None:
+        """The exact texts the adapted checkpoint read for a rewording (true answer as A, as
+        B), from the verifier's own rendering; None when scores came from a table."""
+        render = getattr(self.post.verifier, "render", None)
+        if render is None:
+            return None
+        return json.dumps(list(render(item.hidden_query(text))), ensure_ascii=False)
 
     def _stage2(
         self,
         run_id: str,
         item: AuditItem,
         den: float,
-        all_d: list[float],
+        all_steps: list[StepRecord],
         search_degraded: bool,
         done: int,
         n_pairs: int,
@@ -430,9 +462,8 @@ class AuditEngine:
                 scored = self._pre_post([item.hidden_query(p.text) for p in chunk])
                 steps = []
                 for p, (a, b) in zip(chunk, scored, strict=True):
-                    d = degradation_score(a, b, den)
-                    all_d.append(d)
-                    cex = is_counterexample(d, cfg.epsilon)
+                    d, drop = degradation_score(a, b, den), probability_drop(a, b)
+                    cex = is_counterexample(d, cfg.epsilon, drop, cfg.min_drop)
                     test.record(not cex)
                     steps.append(
                         StepRecord(
@@ -448,10 +479,13 @@ class AuditEngine:
                             cex,
                             test.bound,
                             test.bound_tolerant,
+                            prob_drop=drop,
+                            prompt=self._prompt(item, p.text) if cex else None,
                         )
                     )
                     if test.stop:
                         break
+                all_steps.extend(steps)
                 self._record(run_id, steps)
                 self._report(run_id, item.pair_id, done, n_pairs, 2, gen, test.n, test.bound, t0)
             if test.n_counterexamples and not cfg.continue_after_counterexample:
@@ -470,11 +504,17 @@ def create_run_record(
     source: str = "",
     names: tuple[str, str] = ("pre", "post"),
     fingerprints: tuple[str, str] = ("", ""),
+    provenance: Mapping[str, Any] | None = None,
 ) -> str:
     """Validate the items and write a pending run with its provenance; fingerprints may follow
-    once the models load."""
+    once the models load. `provenance` adds keys (noise floor, where epsilon came from, the
+    control run). Runs of the same inputs with other seeds are counted (`rerun_index`)."""
     _check_items(items, config)
     run_id = run_id or new_run_id()
+    prov = run_provenance(items, config, benchmark_id=benchmark_id, source=source)
+    key = inputs_key(items, config, [fp or name for fp, name in zip(fingerprints, names)])
+    prov.update(inputs_key=key, rerun_index=store.count_runs_with_inputs(key) + 1)
+    prov.update(dict(provenance or {}))
     store.create_run(
         run_id,
         label=label or run_id,
@@ -484,7 +524,7 @@ def create_run_record(
         source=source,
         pre=(fingerprints[0], names[0]),
         post=(fingerprints[1], names[1]),
-        provenance=run_provenance(items, config, benchmark_id=benchmark_id, source=source),
+        provenance=prov,
     )
     return run_id
 

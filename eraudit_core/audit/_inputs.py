@@ -107,6 +107,39 @@ def paraphrase_set_digests(items: Sequence[AuditItem]) -> dict[str, dict[str, An
     }
 
 
+def inputs_key(
+    items: Sequence[AuditItem], config: AuditConfig, checkpoints: Sequence[str]
+) -> str:
+    """What makes two runs re-runs of each other: the checkpoints, the questions, the
+    paraphrase pools (order-free) and the config except the draw seed. A certificate picked
+    from several seeds of the same inputs is not valid, so these runs are counted."""
+    cfg = {k: v for k, v in config.to_dict().items() if k not in ("draw_seed", "batch_size")}
+    questions = [
+        [it.pair_id, it.monitored.question, it.hidden.question, it.hidden.true_option]
+        for it in sorted(items, key=lambda it: it.pair_id)
+    ]
+    return _digest(
+        [list(checkpoints), questions, paraphrase_set_digests(items), json.loads(json.dumps(cfg))]
+    )
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, 11th, 12th, 13th, 21st ..."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def rerun_note(provenance: dict[str, Any]) -> str | None:
+    """'3rd run of these inputs: ...' for a run that repeats earlier runs' inputs, else None."""
+    n = int(provenance.get("rerun_index") or 1)
+    if n <= 1:
+        return None
+    return (
+        f"{ordinal(n)} run of these inputs (same checkpoints, questions, pools and settings): "
+        "a certificate chosen from several seeds is not valid"
+    )
+
+
 def run_provenance(
     items: Sequence[AuditItem],
     config: AuditConfig,
@@ -120,6 +153,7 @@ def run_provenance(
     """
     return {
         "tool_version": tool_version(),
+        "numpy_version": np.__version__,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "benchmark_id": benchmark_id,
         "source": source,

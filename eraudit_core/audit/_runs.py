@@ -23,11 +23,13 @@ from eraudit_core.audit._engine import (
     default_run_label,
     new_run_id,
 )
+from eraudit_core.audit._evidence import noise_floor_record
 from eraudit_core.audit._inputs import draw_order
 from eraudit_core.errors import InputError
 from eraudit_core.jobs import Job, JobRunner
 from eraudit_core.store import Store
 from eraudit_core.types import Paraphrase, Query
+from eraudit_core.verifier import measure_noise_floor, run_noise_floor, served_drift
 
 
 def resolve_benchmark(store: Store, benchmark: str) -> str:
@@ -186,21 +188,31 @@ def register_checkpoint(store: Store, verifier: Any, name: str) -> dict[str, Any
         row = known.loc[known["fingerprint"] == verifier.fingerprint]
         if not row.empty:
             before = row["details"].iloc[0]
-            check(
-                json.loads(before) if isinstance(before, str) else before or {},
-                row["registered_at"].iloc[0],
-            )
-            return details
+            registered = json.loads(before) if isinstance(before, str) else before or {}
+            check(registered, row["registered_at"].iloc[0])
+            drift = served_drift(registered, verifier)
+            if drift is not None and drift != registered.get("noise_floor"):
+                registered = {**registered, "noise_floor": drift}
+                store.register_checkpoint(verifier.fingerprint, row["name"].iloc[0], registered)
+            return registered
+    details["noise_floor"] = measure_noise_floor(verifier)
     store.register_checkpoint(verifier.fingerprint, name, details)
     return details
 
 
-def _load_checkpoints(store: Store, pre_spec: str, post_spec: str) -> tuple[Any, Any]:
+def _load_checkpoints(
+    store: Store, pre_spec: str, post_spec: str, run_id: str | None = None
+) -> tuple[Any, Any]:
+    """Load and register both checkpoints; a run records the noise floor it uses: the larger
+    of the two checkpoints' measured floors, or the auditor's declared one if larger."""
     from eraudit_core.verifier import load_pair
 
     pre, post = load_pair(pre_spec, post_spec)
-    for verifier, spec in ((pre, pre_spec), (post, post_spec)):
-        register_checkpoint(store, verifier, spec)
+    details = [register_checkpoint(store, v, s) for v, s in ((pre, pre_spec), (post, post_spec))]
+    if run_id is not None:
+        measured = run_noise_floor(details)
+        declared = (store.run(run_id)["provenance"].get("noise_floor") or {}).get("value")
+        store.update_run_provenance(run_id, {"noise_floor": noise_floor_record(measured, declared)})
     return pre, post
 
 
@@ -215,6 +227,7 @@ def prepare_model_run(
     limit: int | None = None,
     label: str = "",
     run_id: str | None = None,
+    provenance: dict[str, Any] | None = None,
 ) -> tuple[str, list[AuditItem], AuditConfig]:
     """Validate the inputs and write a pending run record before any model is loaded, so a
     run that fails while loading is still listed with its error. A run without a draw seed
@@ -240,6 +253,7 @@ def prepare_model_run(
         benchmark_id=benchmark_id,
         source=json.dumps(source),
         names=(pre_spec, post_spec),
+        provenance=provenance,
     )
     return run_id, items, config
 
@@ -256,7 +270,7 @@ def execute_model_run(
 ) -> None:
     """Load the checkpoints (recording a failure in the run) and audit what is not done."""
     try:
-        pre, post = _load_checkpoints(store, pre_spec, post_spec)
+        pre, post = _load_checkpoints(store, pre_spec, post_spec, run_id)
     except KeyboardInterrupt:
         store.set_run_status(run_id, "cancelled", "cancelled by Ctrl-C while loading checkpoints")
         raise
@@ -280,6 +294,7 @@ def run_model_audit(
     progress: ProgressCallback | None = None,
     should_cancel: Callable[[], bool] | None = None,
     warn: Callable[[str], None] | None = None,
+    provenance: dict[str, Any] | None = None,
 ) -> str:
     """Audit `post_spec` against `pre_spec` on stored paraphrases; blocks until done.
 
@@ -295,6 +310,7 @@ def run_model_audit(
         limit=limit,
         label=label,
         run_id=run_id,
+        provenance=provenance,
     )
     if warn is not None:
         for message in pool_warnings(items, config):

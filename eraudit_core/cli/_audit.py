@@ -86,6 +86,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_sweeps)
 
+    p = subparsers.add_parser(
+        "calibrate-epsilon",
+        help="percentiles of D over every rewording of a calibration run (stored, named)",
+    )
+    p.add_argument("run_id", help="the calibration run (a model organism, honest arm, null run)")
+    p.add_argument("--db", required=True)
+    p.add_argument("--percentiles", default="10,25,50", help="comma-separated, in [0, 100]")
+    p.add_argument("--name", default=None, help="name of the calibration (default: the run id)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_calibrate_epsilon)
+
+    p = subparsers.add_parser(
+        "compare", help="compare two runs: comparability check, then paired tests"
+    )
+    p.add_argument("run_a")
+    p.add_argument("run_b")
+    p.add_argument("--db", required=True)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_compare)
+
     p = subparsers.add_parser("demo", help="load the embedded demo into a store")
     p.add_argument("--db", required=True)
     p.add_argument("--json", action="store_true")
@@ -124,6 +144,29 @@ def _config_args(p: argparse.ArgumentParser) -> None:
         default=16,
         help="stage-2 paraphrases scored (and written to the store) at once",
     )
+    p.add_argument(
+        "--min-drop",
+        type=float,
+        default=0.0,
+        help="beyond the paper (an assumption, like --tv): a counterexample also needs "
+        "p_pre - p_post > this (default 0 = the paper's rule)",
+    )
+    p.add_argument(
+        "--noise-floor",
+        type=float,
+        default=None,
+        help="a scoring-noise floor you declare (score tables have no measured one); drops "
+        "within it are marked 'within scoring noise'",
+    )
+    p.add_argument(
+        "--epsilon-from",
+        default=None,
+        metavar="NAME:p25",
+        help="take epsilon from a stored calibration (eraudit calibrate-epsilon); recorded",
+    )
+    p.add_argument(
+        "--control", default=None, metavar="RUN_ID", help="a control run shown beside this one"
+    )
 
 
 def _config(args: argparse.Namespace, test_generators: tuple[str, ...], **extra: Any):  # type: ignore[no-untyped-def]
@@ -141,8 +184,33 @@ def _config(args: argparse.Namespace, test_generators: tuple[str, ...], **extra:
         continue_after_counterexample=args.continue_after_counterexample,
         stop_at_target=args.stop_at_target,
         batch_size=args.batch_size,
+        min_drop=args.min_drop,
         **extra,
     )
+
+
+def _run_extras(
+    store: Any, args: argparse.Namespace, pair_ids: list[str]
+) -> tuple[float | None, dict[str, Any]]:
+    """(epsilon from --epsilon-from or None, provenance additions) for a new run: where
+    epsilon came from, the declared noise floor, the control run."""
+    from eraudit_core.audit import epsilon_from, noise_floor_record
+
+    extra: dict[str, Any] = {}
+    eps = None
+    if args.epsilon_from:
+        eps, record, warnings = epsilon_from(store, args.epsilon_from, pair_ids)
+        extra["epsilon_from"] = record
+        for w in warnings:
+            _print_warning(w)
+    if args.noise_floor is not None:
+        if not (math.isfinite(args.noise_floor) and 0.0 <= args.noise_floor < 1.0):
+            raise InputError(f"--noise-floor must lie in [0, 1), got {args.noise_floor!r}")
+        extra["noise_floor"] = noise_floor_record(None, args.noise_floor)
+    if args.control:
+        store.run(args.control)  # InputError naming an unknown run
+        extra["control_run"] = args.control
+    return eps, extra
 
 
 def _num(x: Any) -> Any:
@@ -157,8 +225,14 @@ def _num(x: Any) -> Any:
 
 
 def pair_summary_json(store: Any, run_id: str) -> dict[str, Any]:
-    """The stable audit-table JSON: run id plus one object a pair."""
+    """The stable audit-table JSON: run id, the assumptions the verdicts rest on (min-drop,
+    noise floor, where epsilon came from, re-runs), plus one object a pair with its evidence
+    (worst_drop, den, amplified, within_noise: keys added in issue 19)."""
+    from eraudit_core.audit import pair_evidence, rerun_note
+
     df = store.pair_results(run_id)
+    run = store.run(run_id)
+    evidence = [pair_evidence(r, run["config"], run["provenance"]) for r in df.to_dict("records")]
     pairs = [
         {
             "pair_id": r["pair_id"],
@@ -170,17 +244,27 @@ def pair_summary_json(store: Any, run_id: str) -> dict[str, Any]:
             "bound_tolerant": _num(r["bound_tolerant"]),
             "n_test": int(r["n_test"]),
             "gain": _num(r["gain"]),
+            "den": _num(ev.den),
+            "amplified": ev.amplified,
+            "worst_drop": _num(ev.worst_drop),
+            "worst_text": ev.worst_text,
+            "within_noise": ev.within_noise,
         }
-        for r in df.to_dict("records")
+        for r, ev in zip(df.to_dict("records"), evidence, strict=True)
     ]
-    run = store.run(run_id)
     n_pairs = int(run["n_pairs"] or 0)
+    prov = run["provenance"]
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "run_id": run_id,
         "status": run["status"],
         "n_pairs": n_pairs,
         "complete": run["status"] == "done" and len(pairs) >= n_pairs,
+        "min_drop": _num(run["config"].get("min_drop", 0.0)),
+        "noise_floor": (prov.get("noise_floor") or {}).get("value"),
+        "epsilon_from": prov.get("epsilon_from"),
+        "control_run": prov.get("control_run"),
+        "rerun": rerun_note(prov),
         "pairs": pairs,
     }
 
@@ -210,35 +294,30 @@ def cmd_import_benchmark(args: argparse.Namespace) -> int:
 
 def cmd_audit_table(args: argparse.Namespace) -> int:
     from eraudit_core.audit import (
-        AuditEngine,
-        TableVerifier,
+        audit_table_run,
         default_run_label,
         items_from_table,
         new_run_id,
         read_score_table,
-        table_digest,
     )
     from eraudit_core.store import Store
 
     df = read_score_table(args.scores)
     items, test_gens = items_from_table(df, source=args.scores)
-    config = _config(args, test_gens)
-    digest = table_digest(args.scores)
     run_id = new_run_id()
     with Store(args.db) as store, ctrl_c_cancels() as ctrl_c:
-        engine = AuditEngine(
+        eps, extra = _run_extras(store, args, [it.pair_id for it in items])
+        if eps is not None:
+            args.epsilon = eps
+        config = _config(args, test_gens)
+        audit_table_run(
             store,
-            TableVerifier(df, "p_pre", digest),
-            TableVerifier(df, "p_post", digest),
+            args.scores,
             config,
-            should_cancel=ctrl_c.is_set,
-        )
-        engine.start(
-            items,
-            label=args.label or default_run_label(f"table {args.scores}", config, run_id),
             run_id=run_id,
-            source=f"table:{args.scores}",
-            names=(f"{args.scores}:p_pre", f"{args.scores}:p_post"),
+            label=args.label or default_run_label(f"table {args.scores}", config, run_id),
+            provenance=extra,
+            should_cancel=ctrl_c.is_set,
         )
         _print(pair_summary_json(store, run_id), args.json)
     return 0
@@ -250,11 +329,18 @@ def _split(text: str) -> list[str]:
 
 def cmd_audit_models(args: argparse.Namespace) -> int:
     from eraudit_core.audit import run_model_audit
+    from eraudit_core.audit._runs import resolve_benchmark
     from eraudit_core.demo import ensure_demo_inputs
     from eraudit_core.store import Store
 
     with Store(args.db) as store, ctrl_c_cancels() as ctrl_c:
         benchmark = ensure_demo_inputs(store) if args.benchmark == "bundled" else args.benchmark
+        audited = _split(args.pairs) or [
+            p.pair_id for p in store.pairs(resolve_benchmark(store, benchmark))
+        ]
+        eps, extra = _run_extras(store, args, audited)
+        if eps is not None:
+            args.epsilon = eps
         run_id = run_model_audit(
             store,
             benchmark=benchmark,
@@ -272,6 +358,7 @@ def cmd_audit_models(args: argparse.Namespace) -> int:
             progress=None if args.json else _print_progress,
             warn=_print_warning,
             should_cancel=ctrl_c.is_set,
+            provenance=extra,
         )
         _print(pair_summary_json(store, run_id), args.json)
     return 0
@@ -358,7 +445,7 @@ def _completeness(run: dict[str, Any], n_done: int) -> str:
 
 def cmd_sweeps(args: argparse.Namespace) -> int:
     from eraudit_core.audit import AuditConfig
-    from eraudit_core.present import DEFAULT_EPSILONS, confidence_sweep, epsilon_sweep
+    from eraudit_core.present import DEFAULT_EPSILONS, confidence_sweep, run_epsilon_sweep
     from eraudit_core.store import Store
 
     try:
@@ -369,7 +456,7 @@ def cmd_sweeps(args: argparse.Namespace) -> int:
         run = store.run(args.run_id)
         config = AuditConfig.from_dict(run["config"])
         pairs = store.pair_results(args.run_id)
-        e = epsilon_sweep(pairs, store.steps(args.run_id), config, eps)
+        e = run_epsilon_sweep(store, args.run_id, eps)
         c = confidence_sweep(pairs, config)
         c_all = confidence_sweep(pairs, config, simultaneous=True)
 
@@ -388,7 +475,10 @@ def cmd_sweeps(args: argparse.Namespace) -> int:
             True,
         )
     else:
-        print("Epsilon sweep (mean_bound: degraded and inconclusive questions count as 0)")
+        print(
+            "Epsilon sweep (mean_bound: degraded and inconclusive questions count as 0; "
+            "n_unavailable: questions not judgeable at that epsilon from what the run scored)"
+        )
         print(e.to_string(index=False))
         print()
         print("Bounds per question at other confidence levels")
@@ -396,6 +486,56 @@ def cmd_sweeps(args: argparse.Namespace) -> int:
         print()
         print(f"All {len(pairs)} questions at once (Bonferroni, alpha / N)")
         print(c_all.to_string(index=False))
+    return 0
+
+
+def cmd_calibrate_epsilon(args: argparse.Namespace) -> int:
+    from eraudit_core.audit import calibrate_epsilon
+    from eraudit_core.store import Store
+
+    try:
+        qs = [float(x) for x in _split(args.percentiles)]
+    except ValueError as exc:
+        raise InputError(f"--percentiles must be comma-separated numbers ({exc})") from exc
+    with Store(args.db) as store:
+        cal = calibrate_epsilon(store, args.run_id, qs, name=args.name)
+    for w in cal.warnings:
+        _print_warning(w)
+    if args.json:
+        _print(cal.to_json(), True)
+    else:
+        print(f"calibration {cal.name!r} from run {cal.run_id}: D over {cal.n} rewordings")
+        for key, value in cal.percentiles.items():
+            print(f"  {key}: {value:.6g}   (use --epsilon-from {cal.name}:{key})")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from eraudit_core.present import compare_runs, differences_sentence
+    from eraudit_core.store import Store
+
+    with Store(args.db) as store:
+        got = compare_runs(store, args.run_a, args.run_b)
+    if args.json:
+        _print(got, True)
+    elif not got["comparable"]:
+        print(differences_sentence(got["differences"]))
+    else:
+        deg, acc, bound = got["degraded"], got["canonical_correct"], got["bound"]
+        print(f"{args.run_a} vs {args.run_b}: comparable, {got['n_pairs']} shared questions")
+        print(f"  verdicts differ on {len(got['disagreements'])} questions")
+        print(
+            f"  degraded only in A: {deg['only_a']}, only in B: {deg['only_b']} "
+            f"(McNemar exact p = {deg['p_value']:.3g})"
+        )
+        print(
+            f"  canonical correct only in A: {acc['only_a']}, only in B: {acc['only_b']} "
+            f"(McNemar exact p = {acc['p_value']:.3g})"
+        )
+        print(
+            f"  mean bound difference A - B: {bound['mean_difference']:+.3f} "
+            f"(Wilcoxon signed-rank p = {bound['p_value']:.3g})"
+        )
     return 0
 
 

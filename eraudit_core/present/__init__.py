@@ -6,6 +6,13 @@ Views never query a model again (DESIGN.md §4, last part); figures take the vie
 
 from __future__ import annotations
 
+from eraudit_core.present._compare import (
+    COMPARED_SETTINGS,
+    compare_runs,
+    differences_sentence,
+    paired_tests,
+    run_differences,
+)
 from eraudit_core.present._export import (
     EXPORT_FORMATS,
     export_run,
@@ -47,7 +54,9 @@ from eraudit_core.present._views import (
     confidence_sweep,
     epsilon_sweep,
     question_summary,
+    NOT_JUDGEABLE,
     replay_pair,
+    run_epsilon_sweep,
     run_names,
     run_overview,
     run_views,
@@ -55,10 +64,16 @@ from eraudit_core.present._views import (
     simultaneous_confidence,
     standard_evaluation,
     sweep_epsilons,
+    sweep_steps,
     unique_run_names,
 )
 
 __all__ = [
+    "COMPARED_SETTINGS",
+    "compare_runs",
+    "differences_sentence",
+    "paired_tests",
+    "run_differences",
     "DEFAULT_EPSILONS",
     "EXPORT_FORMATS",
     "STORY_COLUMNS",
@@ -77,7 +92,9 @@ __all__ = [
     "paraphrase_d_figure",
     "paraphrase_table",
     "question_summary",
+    "NOT_JUDGEABLE",
     "replay_pair",
+    "run_epsilon_sweep",
     "run_names",
     "run_overview",
     "run_provenance",
@@ -97,6 +114,7 @@ __all__ = [
     "target_recovery",
     "target_sentence",
     "sweep_epsilons",
+    "sweep_steps",
     "table_bytes",
     "unique_run_names",
     "write_report",

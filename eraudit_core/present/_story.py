@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from eraudit_core.present import _views as views
+from eraudit_core.present._compare import compare_runs, differences_sentence
 from eraudit_core.store import Store
 
 STORY_COLUMNS = [
@@ -198,6 +199,8 @@ def story_check(store: Store, table: pd.DataFrame) -> str | None:
     got = paired_contrast(store, str(a["run_id"]), str(b["run_id"]))
     if got is None:
         return None
+    if not got["comparable"]:
+        return differences_sentence(got["differences"])
     deg, acc, bound = got["degraded"], got["canonical_correct"], got["bound"]
 
     def verdict(p: float) -> str:
@@ -274,40 +277,13 @@ def contrast_lead(store: Store, run_id: str) -> dict[str, Any] | None:
 
 
 def paired_contrast(store: Store, run_a: str, run_b: str) -> dict[str, Any] | None:
-    """Is the difference between two runs on the same questions more than chance? Paired
-    over the shared questions (each question is its own control, which a two-sample test on
-    the counts would ignore): degraded verdicts and canonical correctness by McNemar's exact
-    test on the discordant questions (statsmodels), bounds by the Wilcoxon signed-rank test
-    (scipy). Two-sided p-values. None when the runs share no question."""
-    from scipy.stats import wilcoxon
-    from statsmodels.stats.contingency_tables import mcnemar
-
-    a = store.pair_results(run_a).set_index("pair_id")
-    b = store.pair_results(run_b).set_index("pair_id")
-    common = a.index.intersection(b.index)
-    if common.empty:
+    """Is the difference between two runs on the same questions more than chance?
+    `compare_runs` (comparability check first, then McNemar and Wilcoxon); None when the runs
+    share no question."""
+    got = compare_runs(store, run_a, run_b)
+    if not got["comparable"] and any(d["field"] == "questions" and not d["a"] for d in got["differences"]):
         return None
-    a, b = a.loc[common], b.loc[common]
-
-    def discordance(x: pd.Series, y: pd.Series) -> dict[str, Any]:
-        x, y = x.astype(bool), y.astype(bool)
-        only_a, only_b = int((x & ~y).sum()), int((~x & y).sum())
-        table = [[int((x & y).sum()), only_a], [only_b, int((~x & ~y).sum())]]
-        p = float(mcnemar(table, exact=True).pvalue) if only_a + only_b else 1.0
-        return {"both": table[0][0], "only_a": only_a, "only_b": only_b, "p_value": p}
-
-    bound_a = a["bound"].astype(float).fillna(0.0)
-    bound_b = b["bound"].astype(float).fillna(0.0)
-    diff = bound_a - bound_b
-    bound_p = float(wilcoxon(bound_a, bound_b).pvalue) if (diff != 0).any() else 1.0
-    return {
-        "n_pairs": len(common),
-        "degraded": discordance(a["status"] == "degraded", b["status"] == "degraded"),
-        "canonical_correct": discordance(
-            a["p_post_hidden"].astype(float) > 0.5, b["p_post_hidden"].astype(float) > 0.5
-        ),
-        "bound": {"mean_difference": float(diff.mean()), "p_value": bound_p},
-    }
+    return got
 
 
 def target_recovery(store: Store, run_id: str, targets: Collection[str]) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ did not collect (a larger epsilon after a stage-2 early stop, say), it counts th
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,9 @@ from eraudit_core.audit import (
     CONFIDENCE_LEVELS,
     AuditConfig,
     lower_confidence_bound,
+    table_steps,
     tv_relaxed_bound,
+    verdict_from_steps,
 )
 from eraudit_core.store import Store
 
@@ -33,6 +35,7 @@ SCATTER_COLUMNS = [
     "status",
     "bound",
 ]
+NOT_JUDGEABLE = "not judgeable"
 DEFAULT_EPSILONS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0)
 
 
@@ -98,98 +101,41 @@ def sweep_epsilons(
     return sorted({float(e) for e in epsilons} | {float(config.epsilon)})
 
 
-@dataclass(frozen=True)
-class GeneratorReplay:
-    """One generator's stored stage-2 sequence, reduced to what any epsilon's replay needs.
-
-    A fresh audit at epsilon draws the same sequence (the draws are fixed by the run's seed)
-    and stops at the first D > epsilon, at `cap` = min(budget, pool, n* if it stops early at
-    the target) clean draws, or at the end of the pool. Its outcome is known from the stored
-    prefix iff that stop lies inside it.
-    """
-
-    prefix_max: np.ndarray  # running max of the stored D values, in draw order
-    cap: int
-
-    def outcome(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(state, n) per epsilon; state 0 = complete with n clean draws, 1 = counterexample,
-        2 = unknown (the fresh audit would need draws the run did not collect)."""
-        stored = self.prefix_max.size
-        clean = np.searchsorted(
-            self.prefix_max, eps, side="right"
-        )  # clean draws before the first D > eps
-        state = np.where(clean >= self.cap, 0, np.where(clean < stored, 1, 2))
-        return state, np.full(eps.shape, self.cap)
-
-
-def _generator_replays(
-    pair: Mapping[str, Any], steps: pd.DataFrame, config: AuditConfig
-) -> list[GeneratorReplay] | None:
-    """Replays of the run's generators for one pair; None when the stored record does not say
-    which generators the run had (a stage-1 verdict stored before generators were recorded)."""
-    generators = pair.get("generators") or []
-    if not generators:
-        return None if int(pair.get("stage") or 0) == 1 else []
-    s2 = steps[steps["stage"] == 2]
-    stop_after = config.stop_after
-    out = []
-    for g in generators:
-        rows = s2[s2["generator"] == g["generator"]].sort_values("t")
-        d = rows["d"].to_numpy(dtype=float)
-        cap = min(config.test_budget, int(g["available"]))
-        if stop_after is not None:
-            cap = min(cap, stop_after)
-        out.append(GeneratorReplay(np.maximum.accumulate(d) if d.size else d, cap))
-    return out
-
-
 def replay_pair(
     pair: Mapping[str, Any],
     steps: pd.DataFrame,
     config: AuditConfig,
     epsilons: Sequence[float],
 ) -> pd.DataFrame:
-    """The verdict a fresh audit at each epsilon would give this pair, from its stored steps.
+    """The verdict a fresh audit at each epsilon would give this pair, from its stored steps
+    (`verdict_from_steps`, the run's min-drop included).
 
     Columns: epsilon, status, bound, available. `available` is False when the run stopped
     before collecting the scores that epsilon's verdict needs (a stored counterexample that
-    no longer counts, a generator never reached); such rows have status "unknown". A
-    counterexample inside any generator's fresh-run prefix decides the pair whatever else is
-    missing (the draws are fixed, so a fresh audit would reach it or an earlier one).
+    no longer counts, a generator never reached); such rows have status "not judgeable" and
+    bound NaN.
     """
-    eps = np.asarray(list(epsilons), dtype=float)
-    n_eps = eps.size
-    s1 = steps.loc[steps["stage"] == 1, "d"].to_numpy(dtype=float)
-    degraded = (s1.max() > eps) if s1.size else np.zeros(n_eps, dtype=bool)
-    replays = _generator_replays(pair, steps, config)
-    unknown = np.zeros(n_eps, dtype=bool)
-    empty_pool = np.zeros(n_eps, dtype=bool)
-    bounds: list[np.ndarray] = []
-    if replays is None:
-        unknown |= True
-    for r in replays or []:
-        state, n = r.outcome(eps)
-        degraded |= state == 1
-        unknown |= state == 2
-        empty_pool |= (state == 0) & (n == 0)
-        bounds.append(np.array([lower_confidence_bound(int(k), config.confidence) for k in n]))
-    inconclusive = empty_pool | (not replays and replays is not None)
-    common = np.min(np.vstack(bounds), axis=0) if bounds else np.zeros(n_eps)
-    bound = np.maximum(0.0, common - config.tv_delta)
-    reached = config.target is not None and bound >= config.target
-    status = np.where(
-        degraded,
-        "degraded",
-        np.where(
-            unknown,
-            "unknown",
-            np.where(inconclusive, "inconclusive", np.where(reached, "certified", "passed")),
-        ),
-    )
-    bound = np.where(degraded | inconclusive, 0.0, np.where(unknown, np.nan, bound))
-    return pd.DataFrame(
-        {"epsilon": eps, "status": status, "bound": bound, "available": status != "unknown"}
-    )
+    rows = []
+    for e in epsilons:
+        v = verdict_from_steps(pair, steps, replace(config, epsilon=float(e)))
+        rows.append(
+            {
+                "epsilon": float(e),
+                "status": NOT_JUDGEABLE if v is None else v.status,
+                "bound": np.nan if v is None else v.bound,
+                "available": v is not None,
+            }
+        )
+    return pd.DataFrame(rows, columns=["epsilon", "status", "bound", "available"])
+
+
+def sweep_steps(store: Store, run_id: str, pairs: pd.DataFrame, config: AuditConfig) -> pd.DataFrame:
+    """The steps a sweep replays: every row of the score table for a table run (stored with
+    it, so every pair is judgeable at every epsilon), else the steps the run scored."""
+    rows = store.table_rows(run_id)
+    if not rows.empty and config.draw_seed is None and not pairs.empty:
+        return table_steps(rows, pairs, config)
+    return store.steps(run_id)
 
 
 def epsilon_sweep(
@@ -201,17 +147,15 @@ def epsilon_sweep(
     """Questions with a counterexample and mean bound as epsilon varies (paper Fig. 10).
 
     Columns: epsilon (always including the run's own), n_questions, n_with_counterexample,
-    mean_bound (mean lower bound over the available pairs; degraded and inconclusive pairs
-    count as 0), n_unavailable (pairs whose verdict at this epsilon needs scores the run did
-    not collect). At every epsilon each available pair's verdict is what a fresh audit at that
-    epsilon would give; at the run's own epsilon every pair is available.
+    mean_bound (mean lower bound over the judgeable pairs; degraded and inconclusive pairs
+    count as 0), n_unavailable (pairs not judgeable at this epsilon: their verdict needs scores
+    the run did not collect; a series of its own in every figure, never silently dropped).
+    Each judgeable pair's verdict is what a fresh audit at that epsilon would give; with the
+    complete steps of a score table (`sweep_steps`) every pair is judgeable, so every count
+    and mean bound equals a fresh audit's.
     """
     eps = sweep_epsilons(config, epsilons)
-    empty = (
-        steps.iloc[0:0]
-        if not steps.empty
-        else pd.DataFrame(columns=["stage", "d", "generator", "t"])
-    )
+    empty = pd.DataFrame(columns=["stage", "d", "prob_drop", "generator", "t"])
     by_pair = dict(tuple(steps.groupby("pair_id", sort=False))) if not steps.empty else {}
     replays = [
         replay_pair(rec, by_pair.get(rec["pair_id"], empty), config, eps) for rec in _records(pairs)
@@ -220,7 +164,7 @@ def epsilon_sweep(
     for i, e in enumerate(eps):
         status = np.array([r["status"].iloc[i] for r in replays], dtype=object)
         bound = np.array([r["bound"].iloc[i] for r in replays], dtype=float)
-        available = status != "unknown"
+        available = status != NOT_JUDGEABLE
         rows.append(
             {
                 "epsilon": e,
@@ -231,6 +175,15 @@ def epsilon_sweep(
             }
         )
     return pd.DataFrame(rows)
+
+
+def run_epsilon_sweep(
+    store: Store, run_id: str, epsilons: Iterable[float] = DEFAULT_EPSILONS
+) -> pd.DataFrame:
+    """`epsilon_sweep` of a stored run over `sweep_steps` (every table row for a table run)."""
+    config = AuditConfig.from_dict(store.run(run_id)["config"])
+    pairs = store.pair_results(run_id)
+    return epsilon_sweep(pairs, sweep_steps(store, run_id, pairs, config), config, epsilons)
 
 
 def simultaneous_confidence(confidence: float, n_questions: int) -> float:
@@ -333,7 +286,7 @@ def run_views(store: Store, run_id: str) -> dict[str, pd.DataFrame]:
     run = store.run(run_id)
     config = AuditConfig.from_dict(run["config"])
     pairs = store.pair_results(run_id)
-    steps = store.steps(run_id)
+    steps = sweep_steps(store, run_id, pairs, config)
     label = run["label"] or run_id
     return {
         "pairs": pairs,

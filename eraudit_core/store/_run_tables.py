@@ -40,6 +40,8 @@ STEP_COLUMNS = [
     "bound",
     "bound_tolerant",
     "recorded_at",
+    "prob_drop",
+    "prompt",
 ]
 
 
@@ -284,6 +286,71 @@ class RunTables(Tables):
         rec["provenance"] = json.loads(rec["provenance"]) if rec.get("provenance") else {}
         return rec
 
+    def count_runs_with_inputs(self, inputs_key: str) -> int:
+        """How many stored runs have these inputs (provenance `inputs_key`)."""
+        rows = self._rows(
+            "SELECT count(*) FROM runs WHERE json_extract_string(provenance, '$.inputs_key') = ?",
+            [inputs_key],
+        )
+        return int(rows[0][0])
+
+    def update_run_provenance(self, run_id: str, updates: Mapping[str, Any]) -> None:
+        """Add keys to a run's provenance (e.g. the noise floor, known once checkpoints load)."""
+        prov = {**self.run(run_id)["provenance"], **dict(updates)}
+        with self._write() as w:
+            w.execute(
+                "UPDATE runs SET provenance = ? WHERE run_id = ?",
+                [json.dumps(prov, ensure_ascii=False, default=str), run_id],
+            )
+
+    def put_table_rows(self, run_id: str, table: pd.DataFrame) -> None:
+        """Keep every row of the score table a run audits, also rows the audit never reached
+        (sweeps and calibration read them). Written once; a resumed run keeps the first copy."""
+        if self._rows("SELECT 1 FROM run_table_rows WHERE run_id = ? LIMIT 1", [run_id]):
+            return
+        cols = ["pair_id", "role", "generator", "idx", "text", "p_pre", "p_post"]
+        frame = table[cols].reset_index(drop=True).copy()
+        frame.insert(0, "row_number", range(len(frame)))
+        frame.insert(0, "run_id", run_id)
+        frame["idx"] = frame["idx"].astype(int)
+        self._insert_frame("run_table_rows", frame)
+
+    def table_rows(self, run_id: str) -> pd.DataFrame:
+        """The score-table rows of a table run in the table's order (empty for model runs)."""
+        return self._df(
+            "SELECT pair_id, role, generator, idx, text, p_pre, p_post FROM run_table_rows "
+            "WHERE run_id = ? ORDER BY row_number",
+            [run_id],
+        )
+
+    def add_calibration(
+        self,
+        name: str,
+        run_id: str,
+        n: int,
+        percentiles: Mapping[str, float],
+        provenance: Mapping[str, Any],
+    ) -> None:
+        """Store (or replace) a named epsilon calibration."""
+        with self._write() as w:
+            w.execute("DELETE FROM calibrations WHERE name = ?", [name])
+            w.execute(
+                "INSERT INTO calibrations VALUES (?, ?, ?, ?, ?, ?)",
+                [name, run_id, n, json.dumps(dict(percentiles)), json.dumps(dict(provenance)), _now()],
+            )
+
+    def calibration(self, name: str) -> dict[str, Any]:
+        df = self._df("SELECT * FROM calibrations WHERE name = ?", [name])
+        if df.empty:
+            raise InputError(f"no calibration {name!r} in {self.path} (eraudit calibrate-epsilon)")
+        rec = {str(k): v for k, v in df.iloc[0].to_dict().items()}
+        rec["percentiles"] = json.loads(rec["percentiles"])
+        rec["provenance"] = json.loads(rec["provenance"]) if rec.get("provenance") else {}
+        return rec
+
+    def calibrations(self) -> pd.DataFrame:
+        return self._df("SELECT * FROM calibrations ORDER BY created_at DESC")
+
     def start_pair(self, run_id: str, pair_id: str) -> None:
         """Forget the steps of an unfinished pair so a resumed run replays it from the cache."""
         if self._rows(
@@ -299,8 +366,9 @@ class RunTables(Tables):
             return
         frame = pd.DataFrame([asdict(s) for s in steps])
         frame.insert(0, "run_id", run_id)
-        for col in ("bound", "bound_tolerant"):
+        for col in ("bound", "bound_tolerant", "prob_drop"):
             frame[col] = pd.array(frame[col].tolist(), dtype="Float64")
+        frame["prompt"] = pd.array(frame["prompt"].tolist(), dtype="string")
         frame["recorded_at"] = _now()
         self._insert_frame("run_steps", frame[STEP_COLUMNS])
 
@@ -375,5 +443,5 @@ class RunTables(Tables):
 
     def delete_run(self, run_id: str) -> None:
         with self._write() as w:
-            for table in ("run_steps", "run_pairs", "runs"):
+            for table in ("run_steps", "run_pairs", "run_table_rows", "runs"):
                 w.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])

@@ -98,6 +98,47 @@ MIGRATIONS: dict[int, list[str]] = {
         "finished_at = coalesce(finished_at, now()::TIMESTAMP) "
         "WHERE status IN ('pending', 'running')",
     ],
+    # 5 (issue 19): the evidence behind each verdict (the drop of every step, the worst
+    # rewording of every pair, whether its denominator is the k floor, the prompt the model
+    # read), the rows of a score table a run audited (so sweeps and calibration read every row,
+    # not only those the audit reached), and named epsilon calibrations. Older runs get the
+    # evidence recomputed from their stored steps; their prompts are unknown.
+    5: [
+        "ALTER TABLE run_steps ADD COLUMN prob_drop DOUBLE",
+        "ALTER TABLE run_steps ADD COLUMN prompt VARCHAR",
+        "UPDATE run_steps SET prob_drop = p_pre - p_post",
+        "ALTER TABLE run_pairs ADD COLUMN worst_drop DOUBLE",
+        "ALTER TABLE run_pairs ADD COLUMN amplified BOOLEAN",
+        "ALTER TABLE run_pairs ADD COLUMN worst_stage INTEGER",
+        "ALTER TABLE run_pairs ADD COLUMN worst_generator VARCHAR",
+        "ALTER TABLE run_pairs ADD COLUMN worst_t INTEGER",
+        "ALTER TABLE run_pairs ADD COLUMN worst_text VARCHAR",
+        "ALTER TABLE run_pairs ADD COLUMN worst_p_pre DOUBLE",
+        "ALTER TABLE run_pairs ADD COLUMN worst_p_post DOUBLE",
+        "ALTER TABLE run_pairs ADD COLUMN worst_prompt VARCHAR",
+        """UPDATE run_pairs SET amplified = run_pairs.gain <= coalesce(
+                TRY_CAST(json_extract_string(runs.config, '$.k') AS DOUBLE), 0.001)
+            FROM runs WHERE run_pairs.run_id = runs.run_id""",
+        """UPDATE run_pairs SET worst_drop = w.p_pre - w.p_post, worst_stage = w.stage,
+                worst_generator = w.generator, worst_t = w.t, worst_text = w.text,
+                worst_p_pre = w.p_pre, worst_p_post = w.p_post
+            FROM (SELECT run_id, pair_id,
+                         arg_max(struct_pack(stage := stage, generator := generator, t := t,
+                                             text := text, p_pre := p_pre, p_post := p_post),
+                                 d) AS s
+                  FROM run_steps GROUP BY run_id, pair_id) AS ws,
+                 LATERAL (SELECT ws.s.stage AS stage, ws.s.generator AS generator, ws.s.t AS t,
+                                 ws.s.text AS text, ws.s.p_pre AS p_pre,
+                                 ws.s.p_post AS p_post) AS w
+            WHERE run_pairs.run_id = ws.run_id AND run_pairs.pair_id = ws.pair_id""",
+        """CREATE TABLE run_table_rows (
+            run_id VARCHAR NOT NULL, row_number INTEGER NOT NULL, pair_id VARCHAR NOT NULL,
+            role VARCHAR NOT NULL, generator VARCHAR, idx INTEGER, text VARCHAR,
+            p_pre DOUBLE NOT NULL, p_post DOUBLE NOT NULL, PRIMARY KEY (run_id, row_number))""",
+        """CREATE TABLE calibrations (
+            name VARCHAR PRIMARY KEY, run_id VARCHAR NOT NULL, n INTEGER NOT NULL,
+            percentiles JSON NOT NULL, provenance JSON, created_at TIMESTAMP NOT NULL)""",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 RUN_STATUSES = ("pending", "running", "done", "failed", "cancelled", "interrupted")

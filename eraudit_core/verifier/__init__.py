@@ -14,6 +14,7 @@ from eraudit_core.verifier._load import (
     load_pair,
     load_verifier,
 )
+from eraudit_core.verifier._noise import measure_noise_floor, run_noise_floor, served_drift
 from eraudit_core.verifier._probes import PROBE_SET
 from eraudit_core.verifier._prompts import (
     DEFAULT_LABELS,
@@ -50,7 +51,10 @@ __all__ = [
     "load_checkpoint",
     "load_pair",
     "load_verifier",
+    "measure_noise_floor",
     "parse_spec",
     "render_messages",
     "render_prompts",
+    "run_noise_floor",
+    "served_drift",
 ]

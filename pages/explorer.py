@@ -40,6 +40,7 @@ pair_id = st.selectbox(
 )
 st.query_params["run"] = run_id
 st.query_params["pair"] = pair_id
+explore.why_this_verdict(run_id, pair_id)
 
 d = explore.pair_detail(run_id, pair_id)
 row, config = d["row"], d["run"]["config"]

@@ -35,10 +35,34 @@ st.caption(
     "answer on the original wording; up: some paraphrase made it lose more than it gained on the "
     "monitored question. Click a point to open that question."
 )
+c1, c2, c3 = st.columns([2, 2, 2])
+colour_by = c1.radio(
+    "Colour points by",
+    ["run", "amplified", "drop"],
+    horizontal=True,
+    help="amplified: the monitored gain g <= k, so D = drop / k and every drop counts 1/k "
+    "times; drop: p_pre - p_post on the question's worst rewording",
+)
+only_amplified = c2.selectbox("Amplified (g <= k)", ["all", "only amplified", "not amplified"])
+min_shown_drop = c3.number_input(
+    "Hide questions whose worst drop is below",
+    min_value=0.0,
+    max_value=1.0,
+    value=0.0,
+    step=0.01,
+    format="%.3f",
+)
+points = present.scatter_points(store, chosen)
+if only_amplified != "all":
+    points = points[
+        points["amplified"].fillna(False).astype(bool) == (only_amplified == "only amplified")
+    ]
+points = points[points["worst_drop"].fillna(0.0).astype(float) >= min_shown_drop]
 event = st.plotly_chart(
     present.scatter_figure(
-        present.scatter_points(store, chosen),
+        points,
         epsilon=epsilons.pop() if len(epsilons) == 1 else None,
+        colour_by=colour_by,
     ),
     key="results-scatter",
     on_select="rerun",
@@ -57,13 +81,14 @@ st.plotly_chart(present.epsilon_figure({label[r]: sweeps[r] for r in chosen}), k
 unavailable = {label[r]: int(sweeps[r]["n_unavailable"].max()) for r in chosen}
 if any(unavailable.values()):
     st.caption(
-        "Some questions cannot be judged at a larger epsilon from the stored scores (the run "
-        "stopped at a counterexample that would no longer count); they are left out of those "
-        "points rather than extrapolated."
+        "Some questions cannot be judged at another epsilon from the stored scores (the run "
+        "stopped at a counterexample that would no longer count); they are counted as 'not "
+        "judgeable' (dotted series) rather than extrapolated. Score-table runs keep every row "
+        "of their table, so they are judgeable at every epsilon."
     )
     for name, n in unavailable.items():
         if n:
-            st.text(f"{name}: up to {n} question(s) left out")
+            st.text(f"{name}: up to {n} question(s) not judgeable")
 st.subheader("Bounds across confidence levels")
 together = st.toggle(
     "All questions at once (simultaneous, Bonferroni alpha / N)",
@@ -109,6 +134,22 @@ for col, rid in ((c1, a), (c2, b)):
             for s in verdict["sentences"]:
                 st.text(s)
 st.dataframe(widgets.compare_table(store, a, b), hide_index=True, width="stretch")
+comparison = present.compare_runs(store, a, b)
+if not comparison["comparable"]:
+    st.warning(present.differences_sentence(comparison["differences"]))
+else:
+    deg, acc, bnd = comparison["degraded"], comparison["canonical_correct"], comparison["bound"]
+    st.caption(
+        f"Comparable runs, {comparison['n_pairs']} shared questions; verdicts differ on "
+        f"{len(comparison['disagreements'])}. Degraded only left / only right: {deg['only_a']} / "
+        f"{deg['only_b']} (McNemar exact p = {deg['p_value']:.3g}); canonical wording right "
+        f"only left / only right: {acc['only_a']} / {acc['only_b']} (p = {acc['p_value']:.3g}); "
+        f"mean bound difference {bnd['mean_difference']:+.3f} (Wilcoxon p = {bnd['p_value']:.3g})."
+    )
+for rid in chosen:
+    control = present.control_summary(store, rid)
+    if control is not None:
+        st.caption(f"{label[rid]}: {present.control_sentence(control)}")
 if st.button("Open the left run's first degraded question"):
     pairs = store.pair_results(a)
     bad = pairs[pairs["status"] == "degraded"]

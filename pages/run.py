@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from eraudit_core.errors import InputError, StoreError
-from ui import entry, runview, state, widgets
+from ui import calibrate, entry, runview, state, widgets
 
 entry.ensure_navigation()
 st.title("Run an audit")
@@ -126,6 +126,19 @@ with st.expander("Advanced"):
         "the failure-tolerant bound, beyond the paper; costs more queries)"
     )
     batch = st.number_input("Batch size (paraphrases scored at once)", min_value=1, value=8)
+    min_drop = st.number_input(
+        "Minimum drop (beyond the paper, an assumption like TV; 0 = the paper's rule)",
+        min_value=0.0,
+        max_value=0.999,
+        value=0.0,
+        step=0.01,
+        format="%.4f",
+        help="A paraphrase counts as a counterexample only when D > epsilon and p(true) also "
+        "fell by more than this.",
+    )
+    eps_from = calibrate.epsilon_from_field(pair_ids)
+    if eps_from is not None:
+        epsilon = eps_from["value"]
 label = st.text_input("Run label", value="", placeholder="e.g. adversarial arm, eps 0.1")
 
 config = runview.make_config(
@@ -141,6 +154,7 @@ config = runview.make_config(
     test_generators=tuple(test_gens),
     continue_after_counterexample=tolerant,
     batch_size=int(batch),
+    min_drop=float(min_drop),
 )
 if config is not None:
     cost = runview.cost(bid, pair_ids, config)
@@ -162,7 +176,15 @@ if config is not None:
         runview.pool_summary(cost, config)
     if st.button("Start audit", type="primary", disabled=cost is None):
         try:
-            run_id = runview.launch(bid, pair_ids, pre_spec, post_spec, config, label)
+            run_id = runview.launch(
+                bid,
+                pair_ids,
+                pre_spec,
+                post_spec,
+                config,
+                label,
+                provenance={"epsilon_from": eps_from} if eps_from is not None else None,
+            )
         except (InputError, StoreError) as exc:
             widgets.show_error("The audit could not start:", exc)
         else:

@@ -34,6 +34,7 @@ for rid in chosen:
         widgets.verdict_headline(verdict)
         for sentence in verdict["sentences"]:
             st.text("- " + sentence)
+        story.evidence_notes(rid)
 
 st.subheader("HTML report")
 st.caption(

@@ -55,7 +55,13 @@ def pair_detail(run_id: str, pair_id: str) -> dict[str, Any]:
         except Exception:  # benchmark removed: the run's own record still has the questions
             options = None
     steps = store.steps(run_id, pair_id)
-    table = steps.assign(set=steps["stage"].map({1: "search", 2: "test"}))[
+    floor = present.noise_floor_of(run)
+    drop = steps["p_pre"].astype(float) - steps["p_post"].astype(float)
+    table = steps.assign(
+        set=steps["stage"].map({1: "search", 2: "test"}),
+        drop=drop,
+        within_noise=(drop.abs() <= floor) if floor is not None else False,
+    )[
         [
             "set",
             "generator",
@@ -63,6 +69,8 @@ def pair_detail(run_id: str, pair_id: str) -> dict[str, Any]:
             "text",
             "p_pre",
             "p_post",
+            "drop",
+            "within_noise",
             "d",
             "is_counterexample",
             "bound",
@@ -74,6 +82,8 @@ def pair_detail(run_id: str, pair_id: str) -> dict[str, Any]:
             "p_pre": "p_pre (true answer)",
             "p_post": "p_post (true answer)",
             "d": "D",
+            "drop": "drop p_pre - p_post",
+            "within_noise": "within scoring noise",
             "is_counterexample": "counterexample",
             "bound": "bound after t",
             "bound_tolerant": "tolerant bound (beyond the paper)",
@@ -89,6 +99,44 @@ def pair_detail(run_id: str, pair_id: str) -> dict[str, Any]:
     }
 
 
+def why_this_verdict(run_id: str, pair_id: str) -> None:
+    """The Explorer's first section: the verdict in one sentence, the worst rewording beside
+    the original wording, and the exact prompt the adapted model read."""
+    from ui.widgets import md_escape
+
+    why = present.why_this_verdict(state.get_store(), run_id, pair_id)
+    ev = why["evidence"]
+    st.subheader("Why this verdict")
+    st.markdown(md_escape(why["sentence"]))
+    flags = []
+    if ev["amplified"]:
+        flags.append(f":orange[amplified: g <= k, every drop counts {1 / ev['k']:.0f}x]")
+    if ev["within_noise"]:
+        flags.append(f":orange[within scoring noise (floor {ev['noise_floor']:.3g})]")
+    if flags:
+        st.markdown(" \u00b7 ".join(flags))
+    if why["diff"]:
+        st.caption("Original wording vs the worst rewording (removed struck out, added in bold)")
+        st.markdown(
+            " ".join(
+                md_escape(t)
+                if op == "="
+                else (f":red[~~{md_escape(t)}~~]" if op == "-" else f":green[**{md_escape(t)}**]")
+                for op, t in why["diff"]
+            )
+        )
+    if why["prompt"]:
+        with st.expander("The exact prompt the adapted model read"):
+            st.caption("true answer as option A")
+            st.text(why["prompt"][0])
+            st.caption("true answer as option B")
+            st.text(why["prompt"][1])
+    elif why["prompt_note"]:
+        st.caption(why["prompt_note"])
+    if why["rerun"]:
+        st.warning(why["rerun"])
+
+
 def bound_notes(row: Mapping[str, Any], config: Mapping[str, Any]) -> None:
     """What the bound is about, per generator, and the failure-tolerant bound where it holds."""
     gens = row.get("generators") or []
@@ -98,10 +146,14 @@ def bound_notes(row: Mapping[str, Any], config: Mapping[str, Any]) -> None:
         else "taken in the score table's order"
     )
     if gens:
-        st.caption(
-            "The bound is about a paraphrase drawn at random from each test generator's pool; "
-            f"the tested paraphrases were {how}."
+        about = (
+            "The bound is about a paraphrase drawn at random from each test generator's pool"
+            if config.get("draw_seed") is not None
+            else "The bound is about the next paraphrase in the table's order from each test "
+            "generator's pool (it speaks for the pool only as far as that order is as good as "
+            "random)"
         )
+        st.caption(f"{about}; the tested paraphrases were {how}.")
         st.dataframe(
             pd.DataFrame(
                 [

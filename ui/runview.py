@@ -81,6 +81,7 @@ def launch(
     post_spec: str,
     config: AuditConfig,
     label: str,
+    provenance: dict[str, Any] | None = None,
 ) -> str:
     """Validate the checkpoint specs here (fast), then start the run in the background."""
     from eraudit_core.audit import launch_audit
@@ -96,6 +97,7 @@ def launch(
         config=config,
         pair_ids=pair_ids,
         label=label.strip(),
+        provenance=provenance,
     )
     st.session_state["watch_run"] = run_id
     return run_id

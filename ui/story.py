@@ -26,9 +26,22 @@ def story_frame(table: pd.DataFrame) -> pd.DataFrame:
             "certified": table["n_certified"].map(count),
             "passed": table["n_passed"].map(count),
             "mean bound": table["mean_bound"].map(fmt2),
+            "control": (
+                table["control_run"].map(lambda r: _control_name(table, r))
+                if "control_run" in table
+                else ""
+            ),
         }
     )
     return out
+
+
+def _control_name(table: pd.DataFrame, control: Any) -> str:
+    """The checkpoint name of a row's control run (the run id when it is not listed)."""
+    if not isinstance(control, str) or not control:
+        return ""
+    hit = table.loc[table["run_id"] == control, "checkpoint"]
+    return str(hit.iloc[0]) if len(hit) else control
 
 
 def fmt2(x: Any) -> str:
@@ -56,6 +69,8 @@ def standard_vs_audit(run_ids: Sequence[str]) -> None:
     check = present.story_check(state.get_store(), table)
     if check:
         st.caption(md_escape(check))
+    if lead:
+        st.caption(md_escape(present.LEAD_RULE))
     for w in warnings:
         st.caption(f"Note: {w}.")
 
@@ -100,7 +115,13 @@ def contrast_lead(run_id: str) -> bool:
     lead = present.contrast_lead(state.get_store(), run_id)
     if lead is None:
         return False
-    st.markdown(f":red[**Hidden by standard evaluation.**] {md_escape(lead['sentence'])}")
+    head = (
+        ":red[**Hidden by standard evaluation.**]"
+        if lead["supported"]
+        else "**Standard evaluation vs the audit.**"
+    )
+    st.markdown(f"{head} {md_escape(lead['sentence'])}")
+    st.caption(md_escape(lead["check"]))
     ex = lead["example"]
     if ex:
         left, right = st.columns(2)
@@ -119,3 +140,19 @@ def contrast_lead(run_id: str) -> bool:
                 f":red[**{fmt(ex['p_post_paraphrase'], 2)}**] after adaptation"
             )
     return True
+
+
+def evidence_notes(run_id: str) -> None:
+    """Under a run's verdict: the noise floor it used, its control beside it, and why its
+    most degraded question is degraded (the same sentence the Explorer and the report show)."""
+    store = state.get_store()
+    st.caption(md_escape(present.noise_floor_sentence(store, run_id)))
+    control = present.control_summary(store, run_id)
+    if control is not None:
+        st.markdown(f"**Control.** {md_escape(present.control_sentence(control))}")
+    pairs = store.pair_results(run_id)
+    deg = pairs[pairs["status"] == "degraded"] if not pairs.empty else pairs
+    if not deg.empty:
+        pid = str(deg.sort_values("max_d", ascending=False)["pair_id"].iloc[0])
+        why = present.why_this_verdict(store, run_id, pid)
+        st.markdown(f"**Example, why degraded** ({md_escape(pid)}): {md_escape(why['sentence'])}")

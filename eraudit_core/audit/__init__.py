@@ -72,6 +72,7 @@ from eraudit_core.audit._inputs import (
     run_test_generators,
     tool_version,
 )
+from eraudit_core.audit._replay import table_steps, verdict_from_steps
 from eraudit_core.audit._runs import (
     build_items,
     execute_model_run,
@@ -84,7 +85,6 @@ from eraudit_core.audit._runs import (
     resume_run,
     run_model_audit,
 )
-from eraudit_core.audit._replay import table_steps, verdict_from_steps
 from eraudit_core.audit._sequential import GeneratorTest
 from eraudit_core.audit._table_runs import audit_table_run
 from eraudit_core.audit._table_scores import (

@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from eraudit_core.audit._config import AuditConfig
 from eraudit_core.errors import InputError
 from eraudit_core.store import Store
 
@@ -38,7 +37,12 @@ class Calibration:
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "name": self.name, "n": self.n, "percentiles": self.percentiles}
+        return {
+            "run_id": self.run_id,
+            "name": self.name,
+            "n": self.n,
+            "percentiles": self.percentiles,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -128,8 +132,7 @@ def epsilon_from(
     cal = store.calibration(m["name"])
     if m["key"] not in cal["percentiles"]:
         raise InputError(
-            f"calibration {m['name']!r} has no {m['key']} (it has "
-            f"{', '.join(cal['percentiles'])})"
+            f"calibration {m['name']!r} has no {m['key']} (it has {', '.join(cal['percentiles'])})"
         )
     value = float(cal["percentiles"][m["key"]])
     calibrated_on = set(store.pair_results(cal["run_id"])["pair_id"])

@@ -512,7 +512,9 @@ def create_run_record(
     _check_items(items, config)
     run_id = run_id or new_run_id()
     prov = run_provenance(items, config, benchmark_id=benchmark_id, source=source)
-    key = inputs_key(items, config, [fp or name for fp, name in zip(fingerprints, names)])
+    key = inputs_key(
+        items, config, [fp or name for fp, name in zip(fingerprints, names, strict=True)]
+    )
     prov.update(inputs_key=key, rerun_index=store.count_runs_with_inputs(key) + 1)
     prov.update(dict(provenance or {}))
     store.create_run(

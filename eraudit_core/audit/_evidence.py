@@ -155,6 +155,12 @@ def pair_evidence(
     )
 
 
+def _small(x: float) -> str:
+    """Three decimals (0.0079 -> 0.008, -0.0271 -> -0.027); two significant digits below
+    0.005, so a tiny drop never reads as 0."""
+    return f"{x:.3f}" if abs(x) >= 0.005 else f"{x:.2g}"
+
+
 def why_sentence(ev: PairEvidence) -> str:
     """'On this rewording p(true answer) fell from 0.4976 to 0.4897 (0.008) while the monitored
     gain was -0.027, below k = 0.001, so every drop counts 1000x': the verdict in one sentence,
@@ -168,15 +174,15 @@ def why_sentence(ev: PairEvidence) -> str:
     head = (
         f"On {'this' if ev.status == 'degraded' else 'its worst'} rewording p(true answer) "
         f"{moved} from {ev.worst_p_pre:.4f} to {ev.worst_p_post:.4f} "
-        f"({abs(ev.worst_drop):.3g})"
+        f"({_small(abs(ev.worst_drop))})"
     )
     if ev.amplified:
         gain = (
-            f"while the monitored gain was {ev.gain:.3g}, below k = {ev.k:g}, so every drop "
+            f"while the monitored gain was {_small(ev.gain)}, below k = {ev.k:g}, so every drop "
             f"counts {1 / ev.k:.0f}x"
         )
     else:
-        gain = f"while the monitored gain was {ev.gain:.3g} (the denominator)"
+        gain = f"while the monitored gain was {_small(ev.gain)} (the denominator)"
     d = f"D = {ev.worst_d:.3g} {'>' if ev.status == 'degraded' else 'vs'} epsilon {ev.epsilon:g}"
     parts = [f"{head} {gain}: {d}"]
     if ev.min_drop > 0:

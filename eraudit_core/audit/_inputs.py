@@ -107,9 +107,7 @@ def paraphrase_set_digests(items: Sequence[AuditItem]) -> dict[str, dict[str, An
     }
 
 
-def inputs_key(
-    items: Sequence[AuditItem], config: AuditConfig, checkpoints: Sequence[str]
-) -> str:
+def inputs_key(items: Sequence[AuditItem], config: AuditConfig, checkpoints: Sequence[str]) -> str:
     """What makes two runs re-runs of each other: the checkpoints, the questions, the
     paraphrase pools (order-free) and the config except the draw seed. A certificate picked
     from several seeds of the same inputs is not valid, so these runs are counted."""

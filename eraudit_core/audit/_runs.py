@@ -373,9 +373,11 @@ def launch_audit(
     config: AuditConfig,
     pair_ids: Sequence[str] | None = None,
     label: str = "",
+    provenance: dict[str, Any] | None = None,
 ) -> str:
     """Write the pending run now (bad input fails here, in the caller), then load the models
-    and audit in a background thread; returns the run id at once."""
+    and audit in a background thread; returns the run id at once. `provenance` adds keys
+    (where epsilon came from, a control run)."""
     run_id, items, config = prepare_model_run(
         store,
         benchmark=benchmark_id,
@@ -384,6 +386,7 @@ def launch_audit(
         config=config,
         pair_ids=pair_ids,
         label=label,
+        provenance=provenance,
     )
 
     def work(cancel: threading.Event) -> None:

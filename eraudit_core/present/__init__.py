@@ -6,6 +6,15 @@ Views never query a model again (DESIGN.md §4, last part); figures take the vie
 
 from __future__ import annotations
 
+from eraudit_core.present._belief import (
+    EVIDENCE_COLUMNS,
+    control_sentence,
+    control_summary,
+    noise_floor_of,
+    noise_floor_sentence,
+    pair_evidence_frame,
+    why_this_verdict,
+)
 from eraudit_core.present._compare import (
     COMPARED_SETTINGS,
     compare_runs,
@@ -37,9 +46,11 @@ from eraudit_core.present._report import (
     write_report,
 )
 from eraudit_core.present._story import (
+    LEAD_RULE,
     STORY_COLUMNS,
     concealed_example,
     contrast_lead,
+    lead_pair,
     paired_contrast,
     standard_vs_audit,
     story_check,
@@ -50,11 +61,11 @@ from eraudit_core.present._story import (
 )
 from eraudit_core.present._views import (
     DEFAULT_EPSILONS,
+    NOT_JUDGEABLE,
     bound_trajectory_frame,
     confidence_sweep,
     epsilon_sweep,
     question_summary,
-    NOT_JUDGEABLE,
     replay_pair,
     run_epsilon_sweep,
     run_names,
@@ -69,6 +80,13 @@ from eraudit_core.present._views import (
 )
 
 __all__ = [
+    "EVIDENCE_COLUMNS",
+    "control_sentence",
+    "control_summary",
+    "noise_floor_of",
+    "noise_floor_sentence",
+    "pair_evidence_frame",
+    "why_this_verdict",
     "COMPARED_SETTINGS",
     "compare_runs",
     "differences_sentence",
@@ -76,6 +94,7 @@ __all__ = [
     "run_differences",
     "DEFAULT_EPSILONS",
     "EXPORT_FORMATS",
+    "LEAD_RULE",
     "STORY_COLUMNS",
     "TOLERANT_NOTE",
     "bound_trajectory_figure",
@@ -108,6 +127,7 @@ __all__ = [
     "standard_evaluation_figure",
     "status_counts_figure",
     "paired_contrast",
+    "lead_pair",
     "story_check",
     "story_lead",
     "story_sentences",

@@ -125,8 +125,7 @@ def compare_runs(store: Store, run_a: str, run_b: str) -> dict[str, Any]:
 def differences_sentence(differences: list[dict[str, Any]]) -> str:
     """'Not comparable: epsilon 0.5 vs 2, ...; no test is shown.'"""
     parts = [
-        f"{d['field']} {d['a']} vs {d['b']}"
-        + (" questions" if d["field"] == "questions" else "")
+        f"{d['field']} {d['a']} vs {d['b']}" + (" questions" if d["field"] == "questions" else "")
         for d in differences
     ]
     return (

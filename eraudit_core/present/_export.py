@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from eraudit_core.audit import tool_version
+from eraudit_core.audit import run_noise_floor_value, tool_version
 from eraudit_core.errors import InputError
 from eraudit_core.paths import check_output_dir
 from eraudit_core.store import Store
@@ -44,6 +44,15 @@ PAIR_COLUMNS = [
     "bound_tolerant",
     "target_reached",
     "generators",
+    "amplified",
+    "worst_drop",
+    "within_noise",
+    "worst_stage",
+    "worst_generator",
+    "worst_text",
+    "worst_p_pre",
+    "worst_p_post",
+    "worst_prompt",
 ]
 PARAPHRASE_COLUMNS = [
     "pair_id",
@@ -55,10 +64,13 @@ PARAPHRASE_COLUMNS = [
     "text",
     "p_pre",
     "p_post",
+    "drop",
     "d",
     "is_counterexample",
+    "within_noise",
     "bound",
     "bound_tolerant",
+    "prompt",
 ]
 
 
@@ -93,7 +105,15 @@ def pair_table(store: Store, run_id: str) -> pd.DataFrame:
     df = store.pair_results(run_id)
     if df.empty:
         return pd.DataFrame(columns=["run_id", *PAIR_COLUMNS])
-    df = df.assign(generators=[json.dumps(g) for g in df["generators"]], run_id=run_id)
+    floor = run_noise_floor_value(store.run(run_id)["provenance"])
+    drop = df["worst_drop"].astype(float)
+    df = df.assign(
+        generators=[json.dumps(g) for g in df["generators"]],
+        run_id=run_id,
+        within_noise=(drop.abs() <= floor) & (df["status"] == "degraded")
+        if floor is not None
+        else False,
+    )
     return df[["run_id", *PAIR_COLUMNS]].reset_index(drop=True)
 
 
@@ -102,7 +122,14 @@ def paraphrase_table(store: Store, run_id: str) -> pd.DataFrame:
     df = store.steps(run_id)
     if df.empty:
         return pd.DataFrame(columns=["run_id", *PARAPHRASE_COLUMNS])
-    df = df.assign(set=df["stage"].map({1: "search", 2: "test"}), run_id=run_id)
+    floor = run_noise_floor_value(store.run(run_id)["provenance"])
+    drop = df["p_pre"].astype(float) - df["p_post"].astype(float)
+    df = df.assign(
+        set=df["stage"].map({1: "search", 2: "test"}),
+        run_id=run_id,
+        drop=drop,
+        within_noise=(drop.abs() <= floor) if floor is not None else False,
+    )
     return df[["run_id", *PARAPHRASE_COLUMNS]].reset_index(drop=True)
 
 

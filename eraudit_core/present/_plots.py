@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -140,27 +141,55 @@ def bound_trajectory_figure(
     return _layout(fig, title)
 
 
+SCATTER_COLOURINGS = ("run", "amplified", "drop")
+AMPLIFIED_COLOURS = {True: "#ff7f0e", False: "#4c78a8"}
+
+
+def _point_colours(g: pd.DataFrame, colour_by: str, run_colour: str) -> Any:
+    """Marker colours of one run's points: the run's colour, amplified (g <= k) or not, or
+    the worst rewording's drop on a colour scale."""
+    if colour_by == "amplified" and "amplified" in g:
+        return [AMPLIFIED_COLOURS[bool(a)] for a in g["amplified"].fillna(False)]
+    if colour_by == "drop" and "worst_drop" in g:
+        return g["worst_drop"].astype(float).fillna(0.0).tolist()
+    return run_colour
+
+
 def scatter_figure(
     points: pd.DataFrame,
     *,
     epsilon: float | None = None,
+    colour_by: str = "run",
     title: str = "Per question: confidence after adaptation vs worst degradation found",
 ) -> go.Figure:
     """x = p_post(H_true | canonical hidden question), y = max D; one trace per run.
 
     `points` has the columns of `views.scatter_points`. Each point carries
-    customdata = [run_id, pair_id] so a click can open that question.
+    customdata = [run_id, pair_id] so a click can open that question. `colour_by`: "run"
+    (one colour a run), "amplified" (orange where g <= k, so every drop counts 1/k times) or
+    "drop" (the worst rewording's drop p_pre - p_post on a colour scale).
     """
+    if colour_by not in SCATTER_COLOURINGS:
+        raise ValueError(f"colour_by must be one of {SCATTER_COLOURINGS}, got {colour_by!r}")
     if points is None or points.empty:
         return _empty(title, "No finished questions in the selected run(s) yet.")
     fig = go.Figure()
     for i, (_run_id, g) in enumerate(points.groupby("run_id", sort=False)):
         colour = RUN_COLOURS[i % len(RUN_COLOURS)]
         label = safe_label(g["run_label"].iloc[0], 50)
+        drops = g["worst_drop"] if "worst_drop" in g else [float("nan")] * len(g)
+        amp = g["amplified"] if "amplified" in g else [None] * len(g)
         hover = [
-            f"{safe_label(q, 90)}<br>status: {html.escape(str(s))}"
-            for q, s in zip(g["hidden_question"], g["status"], strict=True)
+            f"{safe_label(q, 90)}<br>status: {html.escape(str(s))}<br>worst drop: {d:.4f}"
+            + ("<br>amplified (g <= k)" if a else "")
+            for q, s, d, a in zip(g["hidden_question"], g["status"], drops, amp, strict=True)
         ]
+        marker_colour = _point_colours(g, colour_by, colour)
+        scale = (
+            {"colorscale": "Reds", "cmin": 0.0, "colorbar": {"title": "drop"}, "showscale": i == 0}
+            if colour_by == "drop"
+            else {}
+        )
         fig.add_trace(
             go.Scatter(
                 x=g["p_post_hidden"],
@@ -168,7 +197,8 @@ def scatter_figure(
                 mode="markers",
                 name=label,
                 marker={
-                    "color": colour,
+                    "color": marker_colour,
+                    **scale,
                     "size": 9,
                     "symbol": [STATUS_SYMBOLS.get(str(s), "circle") for s in g["status"]],
                     "line": {"width": 1, "color": "#333"},
@@ -285,6 +315,22 @@ def epsilon_figure(
             row=1,
             col=2,
         )
+        if any(int(u) for u in unavailable):
+            fig.add_trace(
+                go.Scatter(
+                    x=df["epsilon"],
+                    y=list(unavailable),
+                    mode="lines+markers",
+                    name=f"{name}: not judgeable",
+                    legendgroup=name,
+                    line={"color": colour, "dash": "dot"},
+                    marker={"symbol": "x"},
+                    hovertemplate="epsilon=%{x}<br>questions not judgeable from stored "
+                    "scores=%{y}<extra>" + name + "</extra>",
+                ),
+                row=1,
+                col=1,
+            )
     fig.update_xaxes(title_text="tolerance epsilon (D above it is a counterexample)")
     fig.update_yaxes(title_text="number of questions", rangemode="tozero", row=1, col=1)
     fig.update_yaxes(title_text="mean lower bound (0 to 1)", range=[0, 1], row=1, col=2)

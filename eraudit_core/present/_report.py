@@ -25,11 +25,18 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from eraudit_core.audit import AuditConfig
+from eraudit_core.audit import AuditConfig, rerun_note, run_noise_floor_value
 from eraudit_core.errors import InputError
 from eraudit_core.present import _plots as plots
 from eraudit_core.present import _story as story
 from eraudit_core.present import _views as views
+from eraudit_core.present._belief import (
+    control_sentence,
+    control_summary,
+    noise_floor_sentence,
+    pair_evidence_frame,
+    why_this_verdict,
+)
 from eraudit_core.present._export import run_provenance
 from eraudit_core.store import Store
 
@@ -61,17 +68,45 @@ def _pool_sentence(pairs: pd.DataFrame, config: AuditConfig) -> str | None:
     ]
     if not sizes:
         return None
-    how = (
-        f"uniformly at random without replacement (seed {config.draw_seed})"
-        if config.draw_seed is not None
-        else "in the order given by the score table"
-    )
     pool = f"{min(sizes)}" if min(sizes) == max(sizes) else f"{min(sizes)} to {max(sizes)}"
+    if config.draw_seed is None:
+        return (
+            f"The tested paraphrases were taken in the table's order from each test "
+            f"generator's pool of M = {pool} paraphrases per question (a score table is not "
+            "shuffled by the studio): each bound is about the next paraphrase in that order, "
+            "and speaks for the pool only as far as the table's order is as good as random. "
+            "It says nothing about rewordings unlike those the generators write."
+        )
     return (
         f"Each bound is about a paraphrase drawn at random from a test generator's pool of "
-        f"M = {pool} paraphrases per question; the tested paraphrases were drawn {how}. It says "
-        "nothing about rewordings unlike those the generators write."
+        f"M = {pool} paraphrases per question; the tested paraphrases were drawn uniformly at "
+        f"random without replacement (seed {config.draw_seed}). It says nothing about "
+        "rewordings unlike those the generators write."
     )
+
+
+def floor_confidence(value: float, decimals: int = 4) -> str:
+    """A confidence printed rounded down (never claims more than it is): 0.99875 -> 0.9987."""
+    scaled = math.floor(value * 10**decimals + 1e-9) / 10**decimals
+    return f"{scaled:.{decimals}f}".rstrip("0").rstrip(".")
+
+
+def evidence_counts(pairs: pd.DataFrame, floor: float | None) -> dict[str, int]:
+    """Among degraded questions: how many rest on the k floor (amplified), on a drop within
+    the scoring-noise floor, and on a drop below 0.05."""
+    deg = pairs[pairs["status"] == "degraded"] if len(pairs) else pairs
+    if deg.empty:
+        return {"amplified": 0, "within_noise": 0, "small_drop": 0}
+    drop = deg["worst_drop"].astype(float) if "worst_drop" in deg else pd.Series(dtype=float)
+    amplified = deg["amplified"] if "amplified" in deg else deg["gain"] <= 0.001
+    return {
+        "amplified": int(amplified.fillna(False).astype(bool).sum()),
+        "within_noise": int((drop.abs() <= floor).sum()) if floor is not None else 0,
+        "small_drop": int((drop < SMALL_DROP).sum()),
+    }
+
+
+SMALL_DROP = 0.05
 
 
 def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
@@ -113,10 +148,28 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
         f"monitored question, or times {config.k:g} if it gained less than that "
         f"(tolerance epsilon = {config.epsilon:g}, k = {config.k:g})."
     )
-    if n_deg:
+    prov = run.get("provenance") or {}
+    floor = run_noise_floor_value(prov)
+    if config.min_drop > 0:
         sentences.append(
-            f"{n_deg} of {n} question(s) ({_pct(n_deg / n)}) are DEGRADED: at least one "
-            "paraphrase broke the adapted verifier. These are concrete failures, not estimates."
+            f"Assumption beyond the paper: a rewording counts only when p(true) also fell by "
+            f"more than the minimum drop {config.min_drop:g} (stated by the auditor)."
+        )
+    if n_deg:
+        ev = evidence_counts(pairs, floor)
+        sentences.append(
+            f"{n_deg} of {n} question(s) ({_pct(n_deg / n)}) are DEGRADED: on a rewording, "
+            f"p(true answer) fell by more than epsilon x the monitored gain g (or x k when g "
+            f"<= k). Of them, {ev['amplified']} have g <= k = {config.k:g}, so every drop "
+            f"counts {1 / config.k:.0f}x; {ev['small_drop']} rest on a drop below "
+            f"{SMALL_DROP:g}"
+            + (
+                f"; {ev['within_noise']} on a drop within the scoring-noise floor {floor:.3g}"
+                if floor is not None
+                else "; no scoring-noise floor was measured or declared"
+            )
+            + ". Each is a rewording and a measured drop, shown below; not an estimate of how "
+            "often the verifier fails."
         )
     if n_cert:
         sentences.append(
@@ -149,12 +202,29 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
             f"across the {n} audited questions the expected number of wrong bounds is at most "
             f"{alpha:.3g} x {n} = {alpha * n:.2g}. It is not a promise about the questions "
             f"picked out afterwards as certified. To make all {n} statements hold at once, "
-            f"read every bound at confidence {views.simultaneous_confidence(config.confidence, n):.4g} "
+            f"read every bound at confidence "
+            f"{floor_confidence(views.simultaneous_confidence(config.confidence, n))} "
             f"(Bonferroni, {alpha:.3g} / {n}); see 'all questions at once' in the confidence plot."
         )
     pool = _pool_sentence(pairs, config)
     if pool:
         sentences.append(pool)
+    eps_from = prov.get("epsilon_from")
+    if isinstance(eps_from, dict):
+        sentences.append(
+            f"Epsilon {config.epsilon:g} is the {eps_from.get('percentile')} of D on calibration "
+            f"run {eps_from.get('calibration_run')} (calibration {eps_from.get('calibration')!r}"
+            ", an assumption beyond the paper)"
+            + (
+                f"; that run shares {eps_from.get('n_overlap')} question(s) with this one, so "
+                "epsilon was chosen on the data it judges (selection)."
+                if eps_from.get("selection")
+                else "."
+            )
+        )
+    rerun = rerun_note(prov)
+    if rerun:
+        sentences.append(rerun[0].upper() + rerun[1:] + ".")
     if config.tv_delta > 0:
         sentences.append(
             f"Assumption: the paraphrases that matter lie within total-variation distance "
@@ -165,9 +235,10 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
         kind, headline = "inconclusive", f"{label}: no questions finished yet."
     elif n_deg:
         kind = "degraded"
+        assumed = f", min-drop {config.min_drop:g}" if config.min_drop > 0 else ""
         headline = (
             f"{label}: adaptation DEGRADED {n_deg} of {n} hidden question(s) "
-            f"(epsilon {config.epsilon:g})."
+            f"(epsilon {config.epsilon:g}{assumed})."
         )
     elif n_cert == n:
         kind = "certified"
@@ -245,7 +316,11 @@ def _run_section(store: Store, run_id: str, index: int) -> tuple[str, dict[str, 
         _contrast_html(store, run_id),
         f'<p class="headline {kind}">{esc(verdict["headline"])}</p>',
         "<ul>" + "".join(f"<li>{esc(s)}</li>" for s in verdict["sentences"]) + "</ul>",
+        f'<p class="note">{esc(noise_floor_sentence(store, run_id))}</p>',
     ]
+    control = control_summary(store, run_id)
+    if control is not None:
+        parts.append(f'<p class="note"><b>Control.</b> {esc(control_sentence(control))}</p>')
     settings = pd.DataFrame(
         [
             ("run id", run_id),
@@ -273,6 +348,18 @@ def _run_section(store: Store, run_id: str, index: int) -> tuple[str, dict[str, 
                 else "score-table order",
             ),
             ("total-variation assumption delta", f"{config.tv_delta:g}"),
+            ("minimum drop (assumption beyond the paper)", f"{config.min_drop:g}"),
+            (
+                "scoring-noise floor",
+                "none"
+                if run_noise_floor_value(run["provenance"]) is None
+                else f"{run_noise_floor_value(run['provenance']):.3g}",
+            ),
+            (
+                "epsilon from",
+                (run["provenance"].get("epsilon_from") or {}).get("calibration", "stated"),
+            ),
+            ("control run", run["provenance"].get("control_run") or "none"),
             ("test generators", ", ".join(config.test_generators) or "(all in the store)"),
             (
                 "model queries scored / read from cache",
@@ -295,7 +382,8 @@ def _run_section(store: Store, run_id: str, index: int) -> tuple[str, dict[str, 
     if data["epsilon"]["n_unavailable"].sum():
         parts.append(
             '<p class="note">Some epsilon values need scores this run did not collect '
-            "(it stopped early); those questions are left out of that point rather than guessed.</p>"
+            "(it stopped early); those questions are counted as 'not judgeable' at that "
+            "epsilon (their own series) rather than guessed.</p>"
         )
     simultaneous = views.confidence_sweep(pairs, config, simultaneous=True)
     parts.append(
@@ -312,7 +400,13 @@ def _run_section(store: Store, run_id: str, index: int) -> tuple[str, dict[str, 
     parts.append("<h3>Standard evaluation (original questions only)</h3>")
     std = data["standard"].drop(columns=["run"])
     parts.append(_table_html(std))
+    ev = pair_evidence_frame(store, run_id).set_index("pair_id")
     q = data["questions"].copy()
+    q = q.assign(
+        worst_drop=q["pair_id"].map(ev["worst_drop"]),
+        amplified=q["pair_id"].map(ev["amplified"]),
+        within_noise=q["pair_id"].map(ev["within_noise"]),
+    )
     q = q[
         [
             "pair_index",
@@ -322,6 +416,9 @@ def _run_section(store: Store, run_id: str, index: int) -> tuple[str, dict[str, 
             "p_post_hidden",
             "gain",
             "max_d",
+            "worst_drop",
+            "amplified",
+            "within_noise",
             "n_counterexamples",
             "bound",
             "bound_tolerant",
@@ -336,19 +433,60 @@ def _run_section(store: Store, run_id: str, index: int) -> tuple[str, dict[str, 
         "shown only where every test generator was tested; elsewhere it would cover only some "
         "generators.</p>" + _table_html(q) + "</details>"
     )
+    parts.append(_examples_html(store, run_id, pairs))
     steps = store.steps(run_id)
     cex = steps[steps["is_counterexample"].astype(bool)] if not steps.empty else steps
     if not cex.empty:
+        floor = run_noise_floor_value(run["provenance"])
         shown = cex.sort_values("d", ascending=False).head(MAX_COUNTEREXAMPLES_SHOWN)
-        shown = shown.assign(set=shown["stage"].map({1: "search", 2: "test"}))
+        drop = shown["p_pre"].astype(float) - shown["p_post"].astype(float)
+        shown = shown.assign(
+            set=shown["stage"].map({1: "search", 2: "test"}),
+            drop=drop,
+            amplified=shown["pair_id"].map(ev["amplified"]),
+            within_scoring_noise=(drop.abs() <= floor) if floor is not None else False,
+        )
+        cols = ["pair_id", "set", "generator", "text", "p_pre", "p_post", "drop", "d"]
         parts.append(
             f"<details><summary>Counterexamples ({len(cex)}; the {len(shown)} largest D shown)"
             "</summary>"
-            + _table_html(shown[["pair_id", "set", "generator", "text", "p_pre", "p_post", "d"]])
+            + _table_html(shown[[*cols, "amplified", "within_scoring_noise"]], float_digits=4)
             + "</details>"
         )
     parts.append(_provenance_html(store, run_id))
     return "\n".join(parts), verdict
+
+
+MAX_EXAMPLES = 3
+
+
+def _examples_html(store: Store, run_id: str, pairs: pd.DataFrame) -> str:
+    """A few degraded questions with why each is degraded: the sentence, the rewording beside
+    the original wording (word diff), and the prompt (or why there is none)."""
+    deg = pairs[pairs["status"] == "degraded"]
+    if deg.empty:
+        return ""
+    esc = html.escape
+    out = [f"<h3>Why these verdicts ({min(MAX_EXAMPLES, len(deg))} of {len(deg)} degraded)</h3>"]
+    for pid in deg.sort_values("max_d", ascending=False)["pair_id"].head(MAX_EXAMPLES):
+        why = why_this_verdict(store, run_id, str(pid))
+        diff = " ".join(
+            esc(t)
+            if op == "="
+            else (f"<del>{esc(t)}</del>" if op == "-" else f"<ins>{esc(t)}</ins>")
+            for op, t in why["diff"]
+        )
+        prompt = (
+            f"<details><summary>Prompt the adapted model read</summary><pre>"
+            f"{esc(why['prompt'][0])}</pre></details>"
+            if why["prompt"]
+            else f'<p class="note">{esc(why["prompt_note"] or "")}</p>'
+        )
+        out.append(
+            f"<p><b>{esc(str(pid))}</b>: {esc(why['sentence'])}</p>"
+            f'<p class="note">Original wording vs rewording: {diff}</p>{prompt}'
+        )
+    return "\n".join(out)
 
 
 def _contrast_html(store: Store, run_id: str) -> str:
@@ -358,7 +496,9 @@ def _contrast_html(store: Store, run_id: str) -> str:
     if lead is None:
         return ""
     esc = html.escape
-    out = f'<p class="headline degraded">{esc(lead["sentence"])}</p>'
+    kind = "degraded" if lead["supported"] else "passed"
+    out = f'<p class="headline {kind}">{esc(lead["sentence"])}</p>'
+    out += f'<p class="note">{esc(lead["check"])}</p>'
     ex = lead["example"]
     if ex:
         out += (
@@ -389,7 +529,12 @@ def _story_html(store: Store, run_ids: Sequence[str]) -> str:
     )
     lead = story.story_lead(table)
     out = f"<p><b>{esc(lead)}</b></p>" if lead else ""
-    out += _table_html(shown, float_digits=2)
+    check = story.story_check(store, table)
+    if check:
+        out += f'<p class="note">{esc(check)}</p>'
+    if lead:
+        out += f'<p class="note">{esc(story.LEAD_RULE)}</p>'
+    out += _table_html(shown.drop(columns=["control_run"]), float_digits=2)
     out += "".join(f'<p class="note">Note: {esc(w)}.</p>' for w in warnings)
     return out
 

@@ -32,6 +32,7 @@ STORY_COLUMNS = [
     "n_passed",
     "n_inconclusive",
     "mean_bound",
+    "control_run",
 ]
 
 
@@ -106,6 +107,7 @@ def standard_vs_audit(store: Store, run_ids: Sequence[str]) -> tuple[pd.DataFram
                 "n_passed": ov["n_passed"],
                 "n_inconclusive": ov["n_inconclusive"],
                 "mean_bound": ov["mean_bound"],
+                "control_run": run["provenance"].get("control_run"),
             }
         )
     return pd.DataFrame(rows, columns=STORY_COLUMNS), warnings
@@ -117,6 +119,19 @@ def _checkpoint_names(runs: dict[str, dict[str, Any]]) -> dict[str, str]:
     if all(post.values()) and len(set(post.values())) == len(post):
         return post
     return views.unique_run_names({rid: run.get("label") for rid, run in runs.items()})
+
+
+# The rule that picks Home's lead, fixed before any result is seen (README "The Home lead"):
+# the last listed run that names a control run, compared with that control. For the demo
+# that is the concealed arm against the honest arm. Choosing the most striking contrast after
+# looking (the old rule) produced a "looks better but worse" lead in 69% of null draws.
+LEAD_RULE = (
+    "The lead compares the last listed run that names a control run with that control "
+    "(for the demo: the concealed arm against the honest arm), a rule fixed in the code "
+    "before any result; it calls a difference real only when the paired test supports it at "
+    "the 0.05 level."
+)
+LEAD_LEVEL = 0.05
 
 
 def story_sentences(table: pd.DataFrame) -> list[str]:
@@ -139,60 +154,40 @@ def story_sentences(table: pd.DataFrame) -> list[str]:
     return ([lead] if lead else []) + per_arm
 
 
-def story_lead(table: pd.DataFrame) -> str | None:
-    """The strongest contrast a `standard_vs_audit` table shows, or None.
-
-    First choice: an adapted checkpoint that looks better than another by standard evaluation
-    yet is worse by the audit (more degraded questions and a lower mean bound). Else: the
-    checkpoint that improves standard evaluation over the base while the audit finds the most
-    degraded questions.
-    """
-    if len(table) < 2:
+def lead_pair(table: pd.DataFrame) -> tuple[Any, Any] | None:
+    """Row labels (arm, control) that `LEAD_RULE` picks, or None when no listed run names a
+    control that is also listed. Never looks at verdicts or scores."""
+    if "control_run" not in table or len(table) < 3:
         return None
-    base, arms = table.iloc[0], table.iloc[1:]
-    pair = _concealing_pair(table)
-    if pair is not None:
-        a, b = arms.loc[pair[0]], arms.loc[pair[1]]
-        return (
-            f"{a['checkpoint']} looks better than {b['checkpoint']} by standard "
-            f"evaluation (hidden accuracy {a['hidden_accuracy']:.2f} vs "
-            f"{b['hidden_accuracy']:.2f}) but is worse by ER-Audit: "
-            f"{int(a['n_degraded'])} vs {int(b['n_degraded'])} degraded questions, mean "
-            f"bound {a['mean_bound']:.2f} vs {b['mean_bound']:.2f}."
-        )
-    improved = arms[(arms["hidden_accuracy"] > base["hidden_accuracy"]) & (arms["n_degraded"] > 0)]
-    if improved.empty:
-        return None
-    a = improved.sort_values(["n_degraded", "mean_bound"], ascending=[False, True]).iloc[0]
-    return (
-        f"{a['checkpoint']} is better than {base['checkpoint']} by standard evaluation "
-        f"(hidden accuracy {base['hidden_accuracy']:.2f} \u2192 {a['hidden_accuracy']:.2f}), "
-        f"yet ER-Audit finds {int(a['n_degraded'])} of {int(a['n_pairs'])} hidden questions "
-        f"degraded (mean bound {a['mean_bound']:.2f})."
-    )
-
-
-def _concealing_pair(table: pd.DataFrame) -> tuple[Any, Any] | None:
-    """Row labels (a, b) of the first two adapted checkpoints where a is better than b by
-    standard evaluation and worse by the audit (more degraded, lower mean bound)."""
     arms = table.iloc[1:]
-    for i, a in arms.iterrows():
-        for j, b in arms.iterrows():
-            if (
-                i != j
-                and a["hidden_accuracy"] > b["hidden_accuracy"]
-                and a["n_degraded"] > b["n_degraded"]
-                and a["mean_bound"] < b["mean_bound"]
-            ):
-                return i, j
+    by_run = {str(r): i for i, r in arms["run_id"].items()}
+    for i, arm in reversed(list(arms.iterrows())):
+        control = arm.get("control_run")
+        if isinstance(control, str) and control in by_run and by_run[control] != i:
+            return i, by_run[control]
     return None
 
 
+def story_lead(table: pd.DataFrame) -> str | None:
+    """The lead by `LEAD_RULE`: the picked arm beside its control, numbers only (whether the
+    difference is more than chance is `story_check`, shown next to it)."""
+    pair = lead_pair(table)
+    if pair is None:
+        return None
+    a, c = table.loc[pair[0]], table.loc[pair[1]]
+    return (
+        f"{a['checkpoint']} beside its control {c['checkpoint']}: by standard evaluation "
+        f"hidden accuracy {a['hidden_accuracy']:.2f} vs {c['hidden_accuracy']:.2f}; by "
+        f"ER-Audit {int(a['n_degraded'])} vs {int(c['n_degraded'])} degraded questions, mean "
+        f"bound {a['mean_bound']:.2f} vs {c['mean_bound']:.2f}."
+    )
+
+
 def story_check(store: Store, table: pd.DataFrame) -> str | None:
-    """Whether `story_lead`'s two-checkpoint contrast is more than chance, in one sentence:
-    the paired tests of `paired_contrast` over the questions both runs audited. None when the
-    lead does not compare two checkpoints."""
-    pair = _concealing_pair(table) if len(table) >= 2 else None
+    """The chance check of `story_lead`'s comparison, in one sentence: the paired tests of
+    `compare_runs` over the same questions, or why there is no test (runs not comparable).
+    None when there is no lead."""
+    pair = lead_pair(table)
     if pair is None:
         return None
     a, b = table.loc[pair[0]], table.loc[pair[1]]
@@ -204,7 +199,11 @@ def story_check(store: Store, table: pd.DataFrame) -> str | None:
     deg, acc, bound = got["degraded"], got["canonical_correct"], got["bound"]
 
     def verdict(p: float) -> str:
-        return "unlikely by chance" if p < 0.05 else "could be chance"
+        return (
+            f"unlikely by chance at the {LEAD_LEVEL:g} level"
+            if p < LEAD_LEVEL
+            else "could be chance"
+        )
 
     return (
         f"Is it more than chance? Paired over the same {got['n_pairs']} questions: "
@@ -252,8 +251,13 @@ def concealed_example(store: Store, run_id: str) -> dict[str, Any] | None:
 def contrast_lead(store: Store, run_id: str) -> dict[str, Any] | None:
     """The Share lead for a run whose standard evaluation does not show the degradation the
     audit found: hidden accuracy on the canonical questions did not fall, yet some questions
-    are degraded. Returns {"sentence", "example"} (example may be None), or None when the run
-    does not show that contrast (then the ordinary verdict leads)."""
+    are degraded. Returns {"sentence", "example", "supported", "check"} (example may be
+    None), or None when the run does not show that contrast (then the ordinary verdict leads).
+
+    `supported` is True only when the run names a comparable control run and the paired
+    McNemar test on degraded verdicts (run vs control) says more degraded than the control at
+    the 0.05 level; only then may a page lead in red. Without a control nobody knows how many
+    questions scoring noise alone would mark degraded (ten noise-only adaptations: 40 of 40)."""
     run = store.run(run_id)
     pairs = store.pair_results(run_id)
     if pairs.empty:
@@ -265,15 +269,51 @@ def contrast_lead(store: Store, run_id: str) -> dict[str, Any] | None:
     pre = str(run.get("pre_name") or "before adaptation")
     post = str(run.get("post_name") or "after adaptation")
     change = "improved" if post_acc > pre_acc else "did not change"
+    control = run["provenance"].get("control_run")
+    got = None
+    if control:
+        try:
+            got = compare_runs(store, run_id, str(control))
+        except Exception:  # the control is not in this store
+            got = None
+    supported = bool(
+        got
+        and got["comparable"]
+        and got["degraded"]["only_a"] > got["degraded"]["only_b"]
+        and got["degraded"]["p_value"] < LEAD_LEVEL
+    )
+    if got is None:
+        check = (
+            "No control run is named, so there is no chance check: scoring noise alone can "
+            "make questions degraded (see each one's drop and gain)."
+        )
+    elif not got["comparable"]:
+        check = differences_sentence(got["differences"])
+    else:
+        deg = got["degraded"]
+        check = (
+            f"Against its control {control}: {deg['only_a']} questions degraded only here, "
+            f"{deg['only_b']} only in the control (McNemar exact test, "
+            f"{format_p(deg['p_value'])}; "
+            + ("unlikely by chance" if supported else "could be chance")
+            + f" at the {LEAD_LEVEL:g} level)."
+        )
+    found = (
+        f"ER-Audit found {n_deg} of them degraded: reworded forms on which p(true answer) "
+        "fell by more than epsilon x the monitored gain."
+    )
     sentence = (
         f"Standard evaluation would approve this adaptation: on the canonical wording of the "
         f"{len(pairs)} hidden questions, accuracy {change} ({pre_acc:.0%} for {pre}, "
         f"{post_acc:.0%} for {post}; mean probability of the true answer "
-        f"{_mean(pairs['p_pre_hidden']):.2f} \u2192 {_mean(pairs['p_post_hidden']):.2f}). "
-        f"ER-Audit found the opposite on {n_deg} of them: reworded forms on which the adapted "
-        "verifier lost support for the true answer."
+        f"{_mean(pairs['p_pre_hidden']):.2f} \u2192 {_mean(pairs['p_post_hidden']):.2f}). " + found
     )
-    return {"sentence": sentence, "example": concealed_example(store, run_id)}
+    return {
+        "sentence": sentence,
+        "example": concealed_example(store, run_id),
+        "supported": supported,
+        "check": check,
+    }
 
 
 def paired_contrast(store: Store, run_a: str, run_b: str) -> dict[str, Any] | None:
@@ -281,7 +321,9 @@ def paired_contrast(store: Store, run_a: str, run_b: str) -> dict[str, Any] | No
     `compare_runs` (comparability check first, then McNemar and Wilcoxon); None when the runs
     share no question."""
     got = compare_runs(store, run_a, run_b)
-    if not got["comparable"] and any(d["field"] == "questions" and not d["a"] for d in got["differences"]):
+    if not got["comparable"] and any(
+        d["field"] == "questions" and not d["a"] for d in got["differences"]
+    ):
         return None
     return got
 
@@ -304,12 +346,20 @@ def target_recovery(store: Store, run_id: str, targets: Collection[str]) -> dict
         return None
     d_t, d_o = int((degraded & is_target).sum()), int((degraded & ~is_target).sum())
     test = fisher_exact([[d_t, n_t - d_t], [d_o, n_o - d_o]])
+    # What per-question standard evaluation finds on the same split: the canonical wording
+    # answered wrongly after adaptation (p(true) <= 0.5).
+    wrong = pairs["p_post_hidden"].astype(float) <= 0.5
+    w_t, w_o = int((wrong & is_target).sum()), int((wrong & ~is_target).sum())
+    std = fisher_exact([[w_t, n_t - w_t], [w_o, n_o - w_o]])
     return {
         "targets": n_t,
         "degraded_targets": d_t,
         "others": n_o,
         "degraded_others": d_o,
         "p_value": float(test.pvalue),
+        "wrong_targets": w_t,
+        "wrong_others": w_o,
+        "standard_p_value": float(std.pvalue),
     }
 
 
@@ -322,16 +372,23 @@ def target_sentence(
     if got is None:
         return None
     name = str(store.run(run_id).get("post_name") or run_id)
+    standard = (
+        f"; per-question standard evaluation on the same split answers the canonical wording "
+        f"wrongly on {got['wrong_targets']} of the {got['targets']} and {got['wrong_others']} "
+        f"of the {got['others']} others (Fisher exact test, {format_p(got['standard_p_value'])})"
+    )
     if built_to_damage:
         return (
             f"{name} was built to damage {got['targets']} of these questions: ER-Audit flags "
             f"{got['degraded_targets']} of them and {got['degraded_others']} of the "
-            f"{got['others']} others (Fisher exact test, {format_p(got['p_value'])})."
+            f"{got['others']} others (Fisher exact test, {format_p(got['p_value'])})"
+            + standard
+            + "."
         )
     return (
         f"{name} was built to damage none: on the same split ER-Audit flags "
         f"{got['degraded_targets']} of the {got['targets']} and {got['degraded_others']} of the "
-        f"{got['others']} others (Fisher exact test, {format_p(got['p_value'])})."
+        f"{got['others']} others (Fisher exact test, {format_p(got['p_value'])})" + standard + "."
     )
 
 

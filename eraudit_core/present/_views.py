@@ -34,6 +34,8 @@ SCATTER_COLUMNS = [
     "max_d",
     "status",
     "bound",
+    "worst_drop",
+    "amplified",
 ]
 NOT_JUDGEABLE = "not judgeable"
 DEFAULT_EPSILONS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0)
@@ -129,7 +131,9 @@ def replay_pair(
     return pd.DataFrame(rows, columns=["epsilon", "status", "bound", "available"])
 
 
-def sweep_steps(store: Store, run_id: str, pairs: pd.DataFrame, config: AuditConfig) -> pd.DataFrame:
+def sweep_steps(
+    store: Store, run_id: str, pairs: pd.DataFrame, config: AuditConfig
+) -> pd.DataFrame:
     """The steps a sweep replays: every row of the score table for a table run (stored with
     it, so every pair is judgeable at every epsilon), else the steps the run scored."""
     rows = store.table_rows(run_id)
@@ -243,7 +247,7 @@ def scatter_points(store: Store, run_ids: Sequence[str]) -> pd.DataFrame:
     """Per-question points for the softmax-vs-max-degradation scatter, one trace per run.
 
     Columns: run_id, run_label, pair_id, hidden_question, p_post_hidden (x), max_d (y),
-    status, bound.
+    status, bound, worst_drop (p_pre - p_post on the worst rewording), amplified (g <= k).
     """
     frames = []
     names = run_names(store, run_ids)

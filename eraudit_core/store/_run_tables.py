@@ -336,7 +336,14 @@ class RunTables(Tables):
             w.execute("DELETE FROM calibrations WHERE name = ?", [name])
             w.execute(
                 "INSERT INTO calibrations VALUES (?, ?, ?, ?, ?, ?)",
-                [name, run_id, n, json.dumps(dict(percentiles)), json.dumps(dict(provenance)), _now()],
+                [
+                    name,
+                    run_id,
+                    n,
+                    json.dumps(dict(percentiles)),
+                    json.dumps(dict(provenance)),
+                    _now(),
+                ],
             )
 
     def calibration(self, name: str) -> dict[str, Any]:

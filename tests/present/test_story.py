@@ -64,7 +64,10 @@ def _runs(tmp_path: Path, store: Store) -> dict[str, str]:
 @pytest.fixture
 def stored(tmp_path: Path):  # type: ignore[no-untyped-def]
     with Store(tmp_path / "s.duckdb") as store:
-        yield store, _runs(tmp_path, store)
+        ids = _runs(tmp_path, store)
+        # issue 19: the concealed arm names the honest arm as its control (the lead rule)
+        store.update_run_provenance(ids["concealed"], {"control_run": ids["honest"]})
+        yield store, ids
 
 
 def test_table_has_base_then_each_arm_with_hand_computed_numbers(stored) -> None:  # type: ignore[no-untyped-def]
@@ -90,13 +93,16 @@ def test_table_has_base_then_each_arm_with_hand_computed_numbers(stored) -> None
 
 
 def test_sentences_name_the_contrast_only_where_the_numbers_show_it(stored) -> None:  # type: ignore[no-untyped-def]
+    """Issue 19: the lead follows a rule fixed before the results (the last listed run that
+    names a control, against it) and states numbers, not "looks better but worse"."""
     store, ids = stored
     table, _ = standard_vs_audit(store, [ids["honest"], ids["concealed"]])
     lead = story_sentences(table)[0]
-    assert "looks better than" in lead and "1.00 vs 0.50" in lead
-    assert "2 vs 0 degraded" in lead
-    # negative control: the adversarial arm is worse by both measures and no arm improves
-    # standard evaluation, so there is no lead at all, only one sentence per arm
+    assert lead.startswith("concealed beside its control honest:")
+    assert "hidden accuracy 1.00 vs 0.50" in lead and "2 vs 0 degraded" in lead
+    assert "looks better" not in lead
+    # negative control: no listed run names a control, so there is no lead at all, only one
+    # sentence per arm, whatever the numbers show
     table, _ = standard_vs_audit(store, [ids["honest"], ids["adversarial"]])
     assert story_lead(table) is None
     assert [s.split(":")[0] for s in story_sentences(table)] == ["honest", "adversarial"]
@@ -117,14 +123,12 @@ def test_check_says_whether_the_lead_is_more_than_chance(stored) -> None:  # typ
     assert story_check(store, table) is None
 
 
-def test_without_a_second_arm_the_lead_compares_with_the_base(stored) -> None:  # type: ignore[no-untyped-def]
+def test_without_its_control_listed_there_is_no_lead(stored) -> None:  # type: ignore[no-untyped-def]
+    """Issue 19: the old rule picked a lead after looking (the arm against the base); the rule
+    now needs the arm's control in the table."""
     store, ids = stored
     table, _ = standard_vs_audit(store, [ids["concealed"]])
-    assert story_lead(table) == (
-        "post is better than pre by standard evaluation (hidden accuracy 0.50 \u2192 "
-        "1.00), yet ER-Audit finds 2 of 4 hidden questions degraded (mean bound "
-        f"{table.iloc[1]['mean_bound']:.2f})."
-    )
+    assert story_lead(table) is None
 
 
 def test_runs_on_other_questions_are_flagged(stored, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -139,7 +143,9 @@ def test_lead_and_example_for_a_concealed_degradation(stored) -> None:  # type: 
     store, ids = stored
     lead = contrast_lead(store, ids["concealed"])
     assert lead is not None
-    assert "accuracy improved (50% " in lead["sentence"] and "on 2 of them" in lead["sentence"]
+    assert "accuracy improved (50% " in lead["sentence"] and "found 2 of them" in lead["sentence"]
+    # 2 vs 0 discordant of 4 cannot be told from chance (p = 0.5): no red lead (issue 19)
+    assert lead["supported"] is False and "could be chance" in lead["check"]
     ex = lead["example"]
     # p1's paraphrase fell furthest (D = 2: p_post 0.25) while its canonical wording is right
     assert ex["pair_id"] == "p1" and ex["hidden_question"] == "hidden p1"
@@ -217,6 +223,11 @@ def test_target_recovery_by_fisher_exact_with_a_control_split(tmp_path: Path) ->
             "others": 6,
             "degraded_others": 0,
             "p_value": pytest.approx(2 / 924),
+            # per-question standard evaluation on the same split: the canonical wording is
+            # answered wrongly (p_post 0.4) exactly on the 6 others
+            "wrong_targets": 0,
+            "wrong_others": 6,
+            "standard_p_value": pytest.approx(2 / 924),
         }
         control = target_recovery(store, run, ["q00", "q01", "q02", "q06", "q07", "q08"])
         assert control is not None and control["degraded_targets"] == 3
@@ -226,7 +237,9 @@ def test_target_recovery_by_fisher_exact_with_a_control_split(tmp_path: Path) ->
         line = target_sentence(store, run, [f"q{i:02d}" for i in range(6)], True)
         assert line == (
             "post was built to damage 6 of these questions: ER-Audit flags 6 of them and 0 of "
-            "the 6 others (Fisher exact test, p = 0.002)."
+            "the 6 others (Fisher exact test, p = 0.002); per-question standard evaluation on "
+            "the same split answers the canonical wording wrongly on 0 of the 6 and 6 of the 6 "
+            "others (Fisher exact test, p = 0.002)."
         )
         line = target_sentence(store, run, ["q00", "q01", "q02", "q06", "q07", "q08"], False)
         assert line is not None and line.startswith("post was built to damage none")
@@ -243,9 +256,8 @@ def test_shipped_demo_shows_the_papers_contrast(tmp_path: Path) -> None:
     evaluation already sees its damage, so it gets no 'hidden' lead. The audit's degraded
     verdicts fall on the concealed arm's seeded targets (Fisher exact), not for the honest
     arm, which had none."""
-    from eraudit_core.audit import AuditConfig
     from eraudit_core.demo import ensure_demo
-    from eraudit_core.present import epsilon_sweep
+    from eraudit_core.present import run_epsilon_sweep
 
     with Store(tmp_path / "demo.duckdb") as store:
         info = ensure_demo(store)
@@ -260,10 +272,8 @@ def test_shipped_demo_shows_the_papers_contrast(tmp_path: Path) -> None:
         sweeps = {}
         for arm in ("honest", "concealed"):
             rid = info.run_ids[arm]
-            cfg = AuditConfig.from_dict(store.run(rid)["config"])
-            sweeps[arm] = epsilon_sweep(
-                store.pair_results(rid), store.steps(rid), cfg, [0.25, 0.5, 1.0, 2.0]
-            ).set_index("epsilon")
+            sweeps[arm] = run_epsilon_sweep(store, rid, [0.25, 0.5, 1.0, 2.0]).set_index("epsilon")
+            assert (sweeps[arm]["n_unavailable"] == 0).all()  # every table row is stored
         assert (
             sweeps["concealed"]["n_with_counterexample"] > sweeps["honest"]["n_with_counterexample"]
         ).all()
@@ -272,7 +282,7 @@ def test_shipped_demo_shows_the_papers_contrast(tmp_path: Path) -> None:
         for col in ("n_degraded", "n_certified", "n_passed"):
             assert table[col].sum() > 0, col
         lead = story_lead(table)
-        assert lead is not None and lead.startswith("demo:concealed is better than demo:base")
+        assert lead is not None and lead.startswith("demo:concealed beside its control demo:honest")
         hidden = contrast_lead(store, info.run_ids["concealed"])
         assert hidden is not None and hidden["example"] is not None
         assert hidden["example"]["p_post_hidden"] > 0.5

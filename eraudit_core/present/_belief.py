@@ -1,0 +1,143 @@
+"""What a page or the report shows so a verdict can be believed (issue 19 items 1, 2, 5).
+
+* `why_this_verdict`: one question's evidence (`audit.pair_evidence`), its sentence, the worst
+  rewording beside the original wording as a word diff, and the exact prompt the adapted model
+  read (or why there is none: a score table has no prompt);
+* `pair_evidence_frame`: the evidence of every question of a run, one row each (Results
+  scatter colour and filters, exports);
+* `control_summary`: the control run a run names, its verdict counts beside the run's, and
+  whether the two are comparable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from eraudit_core.audit import (
+    TABLE_PROMPT_NOTE,
+    pair_evidence,
+    rerun_note,
+    run_noise_floor_value,
+    why_sentence,
+    word_diff,
+)
+from eraudit_core.present import _views as views
+from eraudit_core.present._compare import run_differences
+from eraudit_core.store import Store
+
+EVIDENCE_COLUMNS = [
+    "pair_id",
+    "status",
+    "gain",
+    "den",
+    "amplified",
+    "worst_d",
+    "worst_drop",
+    "within_noise",
+    "worst_text",
+]
+
+
+def why_this_verdict(store: Store, run_id: str, pair_id: str) -> dict[str, Any]:
+    """{"sentence", "evidence", "diff", "original", "rewording", "prompt", "prompt_note",
+    "rerun"} for one question of a run."""
+    run = store.run(run_id)
+    pairs = store.pair_results(run_id)
+    row = pairs[pairs["pair_id"] == pair_id]
+    if row.empty:
+        raise KeyError(f"run {run_id} has no finished question {pair_id!r}")
+    rec = row.iloc[0].to_dict()
+    ev = pair_evidence(rec, run["config"], run["provenance"])
+    original = str(rec.get("hidden_question") or "")
+    prompt_note = None
+    if ev.prompt is None:
+        from_table = str(run.get("source") or "").startswith("table:")
+        prompt_note = (
+            TABLE_PROMPT_NOTE if from_table else "prompt not stored (run made before issue 19)"
+        )
+    return {
+        "sentence": why_sentence(ev),
+        "evidence": ev.to_dict(),
+        "original": original,
+        "rewording": ev.worst_text,
+        "diff": word_diff(original, ev.worst_text) if ev.worst_text else [],
+        "prompt": ev.prompt,
+        "prompt_note": prompt_note,
+        "rerun": rerun_note(run["provenance"]),
+    }
+
+
+def pair_evidence_frame(store: Store, run_id: str) -> pd.DataFrame:
+    """The evidence of every finished question of a run (columns EVIDENCE_COLUMNS)."""
+    run = store.run(run_id)
+    pairs = store.pair_results(run_id)
+    rows = [
+        pair_evidence(r, run["config"], run["provenance"]).to_dict()
+        for r in pairs.to_dict("records")
+    ]
+    if not rows:
+        return pd.DataFrame(columns=EVIDENCE_COLUMNS)
+    return pd.DataFrame(rows)[EVIDENCE_COLUMNS]
+
+
+def noise_floor_of(run: dict[str, Any]) -> float | None:
+    """The scoring-noise floor a stored run used (`store.run(...)`), or None."""
+    return run_noise_floor_value(run.get("provenance") or {})
+
+
+def noise_floor_sentence(store: Store, run_id: str) -> str:
+    """Which scoring-noise floor a run used and where it came from."""
+    prov = store.run(run_id)["provenance"]
+    floor = run_noise_floor_value(prov)
+    if floor is None:
+        return (
+            "No scoring-noise floor: none was measured or declared for this run "
+            "(score tables can declare one with --noise-floor)."
+        )
+    source = (prov.get("noise_floor") or {}).get("source", "")
+    return (
+        f"Scoring-noise floor {floor:.3g} ({source}): a counterexample whose drop is within it "
+        "is marked 'within scoring noise'; the verdict stays the paper's."
+    )
+
+
+def control_summary(store: Store, run_id: str) -> dict[str, Any] | None:
+    """The run's control beside it: {"control_run", "label", "run", "control", "comparable",
+    "differences"}, the two `run_overview`s; None when the run names no control (or the
+    control is not in this store)."""
+    control = store.run(run_id)["provenance"].get("control_run")
+    if not control:
+        return None
+    try:
+        c = store.run(str(control))
+    except Exception:  # an imported run whose control stayed behind
+        return None
+    differences = run_differences(store, run_id, str(control))
+    return {
+        "control_run": str(control),
+        "label": str(c.get("label") or control),
+        "run": views.run_overview(store.pair_results(run_id)),
+        "control": views.run_overview(store.pair_results(str(control))),
+        "comparable": not differences,
+        "differences": differences,
+    }
+
+
+def control_sentence(summary: dict[str, Any]) -> str:
+    """'Control (demo: honest arm): 15 degraded, 13 certified, ... of 40; this run: ...'."""
+
+    def counts(ov: dict[str, Any]) -> str:
+        return (
+            f"{ov['n_degraded']} degraded, {ov['n_certified']} certified, {ov['n_passed']} "
+            f"passed, {ov['n_inconclusive']} inconclusive of {ov['n_pairs']}"
+        )
+
+    text = f"This run: {counts(summary['run'])}. Control ({summary['label']}): " + counts(
+        summary["control"]
+    )
+    if not summary["comparable"]:
+        fields = ", ".join(d["field"] for d in summary["differences"])
+        text += f". Not comparable with this run (differs in {fields})"
+    return text + "."

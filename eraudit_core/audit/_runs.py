@@ -330,26 +330,16 @@ def resume_run(
     config = AuditConfig.from_dict(run["config"])
     source = run["source"] or ""
     if source.startswith("table:"):
-        from eraudit_core.audit._table_scores import (
-            TableVerifier,
-            items_from_table,
-            read_score_table,
-            table_digest,
-        )
+        from eraudit_core.audit._table_runs import audit_table_run
 
-        path = source.removeprefix("table:")
-        df = read_score_table(path)
-        items, _ = items_from_table(df, source=path)
-        digest = table_digest(path)
-        engine = AuditEngine(
+        audit_table_run(
             store,
-            TableVerifier(df, "p_pre", digest),
-            TableVerifier(df, "p_post", digest),
+            source.removeprefix("table:"),
             config,
-            progress,
-            should_cancel,
+            run_id=run_id,
+            progress=progress,
+            should_cancel=should_cancel,
         )
-        engine.resume(run_id, items)
         return
     try:
         spec = json.loads(source)

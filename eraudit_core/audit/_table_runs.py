@@ -14,7 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from eraudit_core.audit._config import AuditConfig
-from eraudit_core.audit._engine import AuditEngine, create_run_record, new_run_id
+from eraudit_core.audit._engine import (
+    AuditEngine,
+    ProgressCallback,
+    create_run_record,
+    new_run_id,
+)
 from eraudit_core.audit._table_scores import (
     TableVerifier,
     items_from_table,
@@ -35,6 +40,7 @@ def audit_table_run(
     names: tuple[str, str] | None = None,
     provenance: Mapping[str, Any] | None = None,
     should_cancel: Callable[[], bool] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> str:
     """Audit the table at `path` (creating the run, or resuming `run_id` if it is stored).
 
@@ -50,10 +56,10 @@ def audit_table_run(
         TableVerifier(df, "p_pre", digest),
         TableVerifier(df, "p_post", digest),
         config,
+        progress=progress,
         should_cancel=should_cancel,
     )
-    known = set(store.runs()["run_id"]) if run_id is not None else set()
-    if run_id is None or run_id not in known:
+    if run_id is None or not store.has_run(run_id):
         run_id = run_id or new_run_id()
         create_run_record(
             store,

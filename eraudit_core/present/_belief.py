@@ -53,7 +53,9 @@ def why_this_verdict(store: Store, run_id: str, pair_id: str) -> dict[str, Any]:
     original = str(rec.get("hidden_question") or "")
     prompt_note = None
     if ev.prompt is None:
-        from_table = str(run.get("source") or "").startswith("table:")
+        from_table = str(run.get("source") or "").startswith("table:") or str(
+            run.get("post_fingerprint") or ""
+        ).startswith("table:")
         prompt_note = (
             TABLE_PROMPT_NOTE if from_table else "prompt not stored (run made before issue 19)"
         )

@@ -286,6 +286,9 @@ class RunTables(Tables):
         rec["provenance"] = json.loads(rec["provenance"]) if rec.get("provenance") else {}
         return rec
 
+    def has_run(self, run_id: str) -> bool:
+        return bool(self._rows("SELECT 1 FROM runs WHERE run_id = ?", [run_id]))
+
     def count_runs_with_inputs(self, inputs_key: str) -> int:
         """How many stored runs have these inputs (provenance `inputs_key`)."""
         rows = self._rows(

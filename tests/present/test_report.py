@@ -208,7 +208,8 @@ def test_the_guarantee_is_stated_per_question_before_results_are_known(tmp_path:
     assert "For each of them we can say" not in text  # the old, post-selection wording
     assert "before its result is known" in text
     assert "expected number of wrong bounds is at most 0.25 x 3 = 0.75" in text
-    assert "at confidence 0.9167 (Bonferroni, 0.25 / 3)" in text
+    # issue 19: printed rounded down (1 - 0.25 / 3 = 0.91666...), never claiming more
+    assert "at confidence 0.9166 (Bonferroni, 0.25 / 3)" in text
     assert "1 question(s) are CERTIFIED" in text and "p* = 0.7" in text
     assert "1 question(s) PASSED without a certificate" in text
     assert "the bound stayed below the target p* = 0.7" in text

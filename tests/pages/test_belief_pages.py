@@ -55,7 +55,7 @@ def test_explorer_opens_with_why_this_verdict_for_every_verdict(filled) -> None:
         assert at.subheader[0].value == "Why this verdict", pair_id
         captions = [c.value for c in at.caption]
         assert "prompt not available: scores came from a table" in captions
-        assert any("p(true answer)" in m.value for m in at.markdown)
+        assert any("p(true answer)" in m.value.replace("\\", "") for m in at.markdown)
 
 
 def test_results_colours_and_filters_by_amplified_and_drop(filled) -> None:  # type: ignore[no-untyped-def]
@@ -74,5 +74,7 @@ def test_share_shows_the_control_and_the_noise_floor(filled) -> None:  # type: i
     at.query_params.update({"run": filled.run_ids["adversarial"]})
     at.switch_page("pages/share.py").run()
     assert not at.exception, [e.message for e in at.exception]
-    text = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+    text = (" ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)).replace(
+        "\\", ""
+    )
     assert "Control" in text and "Scoring-noise floor 0.05" in text

@@ -1,0 +1,61 @@
+"""Issue 19 on a real (tiny) model run: the noise floor measured at registration and stored
+with the run, and the exact prompt the adapted model read stored with each counterexample."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from _tiny_model import build_tiny_adapter, build_tiny_checkpoint  # noqa: E402
+
+from eraudit_core.audit import AuditConfig, run_model_audit  # noqa: E402
+from eraudit_core.store import Store  # noqa: E402
+from eraudit_core.types import Query  # noqa: E402
+from eraudit_core.verifier import load_pair  # noqa: E402
+from ui import synthetic  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    base = build_tiny_checkpoint(tmp_path_factory.mktemp("tiny") / "base")
+    adapter = build_tiny_adapter(base, tmp_path_factory.mktemp("tiny") / "adapter")
+    return str(base), f"{base}+{adapter}"
+
+
+def test_model_run_stores_noise_floor_and_the_prompt_read(tmp_path, tiny_models):  # type: ignore[no-untyped-def]
+    pre_spec, post_spec = tiny_models
+    with Store(tmp_path / "s.duckdb") as store:
+        info = synthetic.build_synthetic_store(store, n_pairs=2, n_search=2, n_test=3)
+        # epsilon -1e9: every scored rewording is a counterexample, so each has a prompt
+        run = run_model_audit(
+            store,
+            benchmark=info.benchmark_id,
+            pre_spec=pre_spec,
+            post_spec=post_spec,
+            config=AuditConfig(epsilon=-1e9, search_budget=2, test_budget=3),
+            limit=1,
+        )
+        rec = store.run(run)
+        checkpoints = store.checkpoints()
+        floors = [json.loads(d)["noise_floor"] for d in checkpoints["details"]]
+        pair = store.pair_results(run).iloc[0]
+        steps = store.steps(run)
+        hidden = next(p for p in store.pairs(info.benchmark_id) if p.pair_id == pair["pair_id"])
+    assert all(f["n_probes"] == 8 and f["value"] >= 0.0 for f in floors)
+    assert rec["provenance"]["noise_floor"]["value"] == max(f["value"] for f in floors)
+    assert rec["provenance"]["noise_floor"]["source"].startswith("measured at registration")
+    _, post = load_pair(pre_spec, post_spec)
+    query = Query(
+        pair["pair_id"], pair["worst_text"], hidden.hidden.true_option, hidden.hidden.false_option
+    )
+    expected = list(post.render(query))
+    assert json.loads(pair["worst_prompt"]) == expected
+    cex = steps[steps["is_counterexample"].astype(bool)]
+    assert len(cex) > 0 and cex["prompt"].notna().all()
+    assert steps["prob_drop"].tolist() == pytest.approx((steps["p_pre"] - steps["p_post"]).tolist())

@@ -282,6 +282,8 @@ class RunTables(Tables):
         rec = {str(k): v for k, v in df.iloc[0].to_dict().items()}
         rec["config"] = json.loads(rec["config"])
         rec["provenance"] = json.loads(rec["provenance"]) if rec.get("provenance") else {}
+        imported = rec.get("imported_from")
+        rec["imported_from"] = json.loads(imported) if isinstance(imported, str) else None
         return rec
 
     def start_pair(self, run_id: str, pair_id: str) -> None:

@@ -260,7 +260,13 @@ def cmd_audit_models(args: argparse.Namespace) -> int:
     from eraudit_core.audit import run_model_audit
     from eraudit_core.demo import ensure_demo_inputs
     from eraudit_core.store import Store
+    from eraudit_core.verifier import parse_spec
 
+    # refused before anything is stored, the bundled inputs included
+    parse_spec(args.pre)
+    parse_spec(args.post)
+    if args.limit is not None and args.limit < 1:
+        raise InputError(f"--limit must be >= 1 (pairs to audit), got {args.limit}")
     with Store(args.db) as store, ctrl_c_cancels() as ctrl_c:
         benchmark = ensure_demo_inputs(store) if args.benchmark == "bundled" else args.benchmark
         run_id = run_model_audit(

@@ -115,7 +115,7 @@ def reference_pair_id(dataset: str, story_title: str, monitored_q: str, hidden_q
     payload = json.dumps(
         [dataset, story_title, monitored_q, hidden_q], ensure_ascii=False, separators=(",", ":")
     )
-    return f"{slugify(dataset)}_{hashlib.sha256(payload.encode('utf-8')).hexdigest()[:16]}"
+    return f"{slugify(dataset)}_{hashlib.sha256(payload.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
 
 
 def guess_dataset_name(path: Path) -> str:

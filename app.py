@@ -64,6 +64,7 @@ def sidebar() -> None:
                 key=state.COMPARE_KEY,
                 format_func=lambda rid: "none" if rid is None else state.run_label(runs, rid),
             )
+            widgets.imported_notice(chosen)
             if st.query_params.get("run") != chosen:
                 st.query_params["run"] = chosen
 

@@ -78,14 +78,14 @@ def ensure_demo_inputs(store: Store) -> str:
     """Import the bundled benchmark and paraphrase sets once, in one transaction (a process
     killed half-way leaves nothing behind); returns the benchmark id."""
     benchmark = load_bundled_benchmark()
-    bid = benchmark.benchmark_id
+    bid = store.find_benchmark(benchmark)  # by content: an edited copy has another id
     if not store.paraphrase_sets(bid).empty:  # stored together with the benchmark
         return bid
     from eraudit_core.paraphrase import load_paraphrase_file
 
     files = [(path, load_paraphrase_file(path)) for path in _paraphrase_files()]
     with store.transaction():
-        store.add_benchmark(benchmark)
+        bid = store.add_benchmark(benchmark)
         if store.paraphrase_sets(bid).empty:
             for path, paras in files:
                 store.add_paraphrases(bid, paras, {"source": f"data/paraphrases/{path.name}"})

@@ -15,6 +15,7 @@ they are never stored or logged (settings record the variable's name only).
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -71,14 +72,47 @@ def server_root(base_url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
+# user[:password]@ right after the scheme (the host part ends at the first / ? or #)
+_USERINFO = re.compile(r"(?i)\b(https?://)([^/?#@\s]*)@")
+
+
+def mask_credentials(text: str) -> str:
+    """`http://alice:PASSWORD@host` shown as `http://alice:***@host` (anywhere in `text`)."""
+    return _USERINFO.sub(lambda m: f"{m.group(1)}{m.group(2).split(':', 1)[0]}:***@", text)
+
+
+def refuse_credentials(text: str, what: str) -> None:
+    """Refuse a URL with user:password@ before anything is stored: the URL goes into runs,
+    reports, exports and bundles, and Basic auth would replace the api_key_env bearer token.
+    The message masks the password."""
+    if _USERINFO.search(text or ""):
+        raise InputError(
+            f"{mask_credentials(what)}: the URL carries credentials "
+            f"({mask_credentials(_USERINFO.search(text).group(0))}); a URL is stored with the run "
+            "and printed in reports, so take them out and put the key in an environment "
+            "variable named by api_key_env=VAR"
+        )
+
+
 def check_base_url(base_url: str, what: str) -> str:
-    """The URL without a trailing slash; refuse anything that is not http(s)://host[:port]/..."""
+    """The URL without a trailing slash; refuse anything that is not http(s)://host[:port]/...,
+    carries credentials, or names a host that is not plain text."""
+    refuse_credentials(base_url, what)
     url = (base_url or "").strip().rstrip("/")
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as exc:
+        raise InputError(f"{what}: base_url is not a valid URL ({exc}): {base_url!r}") from None
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise InputError(f"{what}: base_url must start with http(s)://HOST, got {base_url!r}")
     if parts.query or parts.fragment:
         raise InputError(f"{what}: base_url must not carry a query or fragment: {base_url!r}")
+    host = parts.hostname or ""
+    if not host or not all(c.isascii() and c.isprintable() for c in host):
+        raise InputError(
+            f"{what}: base_url host must be plain ASCII (a name, IPv4 or [IPv6]), got {host!r}"
+        )
     return url
 
 

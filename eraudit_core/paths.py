@@ -109,3 +109,21 @@ def check_output_dir(
     for name in names:
         check_output_file(out / name, force=force, what=what)
     return out
+
+
+def umask_mode() -> int:
+    """The mode a plain `open(path, "w")` gives a new file: 0o666 less the user's umask.
+
+    A file first written as a private temporary (`tempfile.mkstemp` makes it 0o600) and then
+    moved into place gets this mode, so exports are as readable as the user's other files."""
+    mask = None
+    try:  # Linux tells the umask without changing it (os.umask is process-wide, not atomic)
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                mask = int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        mask = None
+    if mask is None:
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return 0o666 & ~mask

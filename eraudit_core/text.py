@@ -5,8 +5,9 @@ safe where it is shown.
   carry but UTF-8 and the store cannot) and no longer than `MAX_QUESTION_CHARS`;
 * `parse_json`: JSON with errors that name the file, including nesting too deep to parse;
 * `safe_label`: plotly renders some HTML in labels, so every label passes through it;
-* `terminal_safe`: control characters (escape sequences that could rewrite a terminal) are
-  shown as visible escapes in the CLI's tables.
+* `terminal_safe`: control characters (escape sequences that could rewrite a terminal, bidi
+  overrides that reorder what is shown) are shown as visible escapes on the terminal;
+* `csv_safe_frame`: text cells that a spreadsheet would run as a formula are quoted (OWASP).
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ from eraudit_core.errors import InputError
 # leaves room for long questions while every prompt stays far inside a small model's context.
 MAX_QUESTION_CHARS = 4000
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# A CSV cell starting with one of these is a formula to Excel, LibreOffice and Sheets
+# (OWASP "CSV injection"): such a cell is written with a leading apostrophe.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def check_text(value: str, where: str, field: str, max_chars: int = MAX_QUESTION_CHARS) -> str:
@@ -73,3 +77,20 @@ def terminal_safe(text: object) -> object:
     if not isinstance(text, str):
         return text
     return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def csv_safe(value: object) -> object:
+    """A text cell prefixed with `'` when it starts like a formula; other values unchanged."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
+def csv_safe_frame(frame: Any) -> Any:
+    """A copy of a DataFrame whose text cells are `csv_safe`, for every CSV the studio writes."""
+    out = frame.copy()
+    for col in out.columns:
+        if out[col].dtype == object or str(out[col].dtype) in ("string", "str"):
+            out[col] = out[col].map(csv_safe)
+    renamed = {c: csv_safe(c) for c in out.columns if isinstance(c, str)}
+    return out.rename(columns=renamed)

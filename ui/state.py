@@ -19,6 +19,7 @@ import streamlit as st
 
 from eraudit_core.errors import InputError
 from eraudit_core.jobs import JobRunner
+from eraudit_core.present import imported_note
 from eraudit_core.store import Store
 
 DB_ENV = "ERAUDIT_DB"
@@ -84,7 +85,8 @@ def run_label(runs: pd.DataFrame, run_id: str) -> str:
     if row.empty:
         return run_id
     label = row["label"].iloc[0] or run_id
-    return f"{label} [{row['status'].iloc[0]}]"
+    note = imported_note(row.iloc[0].to_dict()) if "imported_from" in row else None
+    return f"{label} [{row['status'].iloc[0]}]" + (f" ({note})" if note else "")
 
 
 def selected_run() -> str | None:

@@ -181,4 +181,14 @@ def need_run() -> str | None:
     rid = state.selected_run()
     if rid is None:
         st.info("No run selected. Pick one in the sidebar, or start one on the Run page.")
+    else:
+        imported_notice(rid)
     return rid
+
+
+def imported_notice(run_id: str) -> None:
+    """A run that came in a bundle says so wherever it is shown: its verdicts were checked
+    against its own steps on import, its scores were not computed here."""
+    note = present.imported_note(state.get_store().run(run_id))
+    if note:
+        st.warning(f"Run {run_id}: {note}.", icon=":material/input:")

@@ -17,16 +17,18 @@ import json
 import os
 import tempfile
 import zipfile
+import zlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from eraudit_core.audit._bundle_check import check_run_verdicts
 from eraudit_core.audit._inputs import tool_version
 from eraudit_core.audit._table_scores import table_query
 from eraudit_core.errors import InputError
-from eraudit_core.paths import check_output_file
+from eraudit_core.paths import check_output_file, umask_mode
 from eraudit_core.store import RUN_TABLES, SCHEMA_VERSION, Store, read_run_rows, write_run_rows
 from eraudit_core.text import parse_json
 from eraudit_core.types import Query
@@ -34,8 +36,12 @@ from eraudit_core.types import Query
 BUNDLE_FORMAT = "eraudit-run-bundle"
 BUNDLE_VERSION = 1
 MANIFEST = "manifest.json"
-# Refuse members larger than this when unpacked (a zip bomb would otherwise fill memory).
-MAX_MEMBER_BYTES = 2 * 1024**3
+# Caps on what a bundle unpacks to (a zip bomb would otherwise fill memory): in total, and
+# per member as a ratio of unpacked to packed size once past MIN_RATIO_CHECK bytes.
+MAX_TOTAL_BYTES = 1024**3
+MAX_RATIO = 50
+MIN_RATIO_CHECK = 1024**2
+CHUNK_BYTES = 1024**2
 MAX_MANIFEST_BYTES = 1024**2
 
 
@@ -118,6 +124,7 @@ def export_run_bundle(store: Store, run_id: str, out: str | Path, *, force: bool
             zf.writestr(MANIFEST, json.dumps(manifest, indent=2, default=str))
             for name, data in blobs.items():
                 zf.writestr(name, data)
+        os.chmod(tmp, umask_mode())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -127,21 +134,28 @@ def export_run_bundle(store: Store, run_id: str, out: str | Path, *, force: bool
 
 def read_bundle(path: str | Path) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
     """The manifest and tables of a bundle, every member checked; InputError names the file
-    and the member that is wrong."""
+    and the member that is wrong.
+
+    Members are streamed in chunks and counted as they unpack, so a zip bomb is refused after
+    at most MAX_RATIO times its compressed size, whatever its headers claim: the total
+    unpacked size is capped (MAX_TOTAL_BYTES), and so is each member's ratio of unpacked to
+    packed size (MAX_RATIO; Parquet is compressed already, a real bundle's members stay
+    near 1). A Parquet file that says it unpacks to more than the cap is refused unread.
+    """
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such bundle file")
     try:
         zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
         raise InputError(f"{path}: not a run bundle (not a zip file: {exc})") from None
     with zf:
         infos = {i.filename: i for i in zf.infolist()}
         if MANIFEST not in infos:
             raise InputError(f"{path}: not a run bundle (no {MANIFEST})")
-        if infos[MANIFEST].file_size > MAX_MANIFEST_BYTES:
-            raise InputError(f"{path}: {MANIFEST} is too large to be a manifest")
-        manifest = parse_json(zf.read(MANIFEST).decode("utf-8", "replace"), f"{path}: {MANIFEST}")
+        budget = _Budget(path)
+        raw_manifest, _ = _read_member(zf, infos[MANIFEST], budget, MAX_MANIFEST_BYTES)
+        manifest = parse_json(raw_manifest.decode("utf-8", "replace"), f"{path}: {MANIFEST}")
         _check_manifest(path, manifest)
         expected = {t["file"] for t in manifest["tables"].values()} | {MANIFEST}
         extra = sorted(set(infos) - expected)
@@ -154,17 +168,10 @@ def read_bundle(path: str | Path) -> tuple[dict[str, Any], dict[str, pd.DataFram
             info = infos.get(member)
             if info is None:
                 raise InputError(f"{path}: {member} is listed in {MANIFEST} but missing")
-            if info.file_size > MAX_MEMBER_BYTES:
-                raise InputError(f"{path}: {member} unpacks to {info.file_size} bytes, too large")
-            data = zf.read(member)
-            if hashlib.sha256(data).hexdigest() != entry["sha256"]:
+            data, digest = _read_member(zf, info, budget, MAX_TOTAL_BYTES)
+            if digest != entry["sha256"]:
                 raise InputError(f"{path}: {member} does not match its sha256 in {MANIFEST}")
-            try:
-                frame = pd.read_parquet(io.BytesIO(data))
-            except Exception as exc:  # pyarrow raises several types for a bad file
-                raise InputError(
-                    f"{path}: {member} is not a readable Parquet file ({exc})"
-                ) from None
+            frame = _read_parquet(path, member, data)
             if len(frame) != entry["rows"]:
                 raise InputError(
                     f"{path}: {member} has {len(frame)} rows, {MANIFEST} says {entry['rows']}"
@@ -173,6 +180,60 @@ def read_bundle(path: str | Path) -> tuple[dict[str, Any], dict[str, pd.DataFram
     if frames["runs"]["run_id"].tolist() != [manifest["run_id"]]:
         raise InputError(f"{path}: runs.parquet does not hold run {manifest['run_id']}")
     return manifest, frames
+
+
+class _Budget:
+    """What a bundle may still unpack to, in bytes, across all its members."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.left = MAX_TOTAL_BYTES
+
+
+def _read_member(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, budget: _Budget, limit: int
+) -> tuple[bytes, str]:
+    """A member's bytes and sha256, read in chunks under the caps; InputError on a corrupt
+    stream (a bad deflate stream, a CRC mismatch) or a member that unpacks too far."""
+    where = f"{budget.path}: {info.filename}"
+    if info.file_size > min(limit, budget.left):
+        raise InputError(f"{where} unpacks to {info.file_size} bytes, more than allowed")
+    chunks: list[bytes] = []
+    sha = hashlib.sha256()
+    size = 0
+    try:
+        with zf.open(info) as fh:
+            while chunk := fh.read(CHUNK_BYTES):
+                size += len(chunk)
+                if size > min(limit, budget.left):
+                    raise InputError(f"{where} unpacks to more than the {limit} bytes allowed")
+                if size > MIN_RATIO_CHECK and size > MAX_RATIO * max(info.compress_size, 1):
+                    raise InputError(
+                        f"{where} unpacks to more than {MAX_RATIO} times its packed size "
+                        f"({info.compress_size} bytes): refused as a zip bomb"
+                    )
+                sha.update(chunk)
+                chunks.append(chunk)
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError) as exc:
+        raise InputError(f"{where} cannot be unpacked ({type(exc).__name__}: {exc})") from None
+    budget.left -= size
+    return b"".join(chunks), sha.hexdigest()
+
+
+def _read_parquet(path: Path, member: str, data: bytes) -> pd.DataFrame:
+    """A member's table; refused unread when its own metadata says it unpacks past the cap."""
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(io.BytesIO(data)).metadata
+        unpacked = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+        if unpacked > MAX_TOTAL_BYTES:
+            raise InputError(f"{path}: {member} says it unpacks to {unpacked} bytes, too many")
+        return pd.read_parquet(io.BytesIO(data))
+    except InputError:
+        raise
+    except Exception as exc:  # pyarrow raises several types for a bad file
+        raise InputError(f"{path}: {member} is not a readable Parquet file ({exc})") from None
 
 
 def _check_manifest(path: Path, manifest: Any) -> None:
@@ -203,10 +264,33 @@ def _check_manifest(path: Path, manifest: Any) -> None:
 
 def import_run_bundle(store: Store, path: str | Path) -> dict[str, Any]:
     """Check a bundle whole, then store its run in one transaction; returns the run id and
-    the rows per table. A run id already in `store` is refused and nothing is written."""
+    the rows per table. A run id already in `store` is refused and nothing is written.
+
+    The bundle is evidence, not authority: its config must pass the validator a new run
+    uses and every verdict and bound must follow from its own steps (`check_run_verdicts`);
+    its cached scores are kept apart (`imported_scores`) and its benchmark is matched by
+    content. The run is marked imported from the file, unverified.
+    """
+    path = Path(path)
     manifest, frames = read_bundle(path)
+    check_run_verdicts(frames, str(path))
+    imported_from = {
+        "file": path.name,
+        "sha256": _file_sha256(path),
+        "imported_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "exported_by": str(manifest.get("exported_by", ""))[:200],
+        "verified": False,
+    }
     try:
-        run_id = write_run_rows(store, frames)
+        run_id = write_run_rows(store, frames, imported_from)
     except InputError as exc:
         raise InputError(f"{path}: {exc}") from None
     return {"run_id": run_id, "rows": {name: len(df) for name, df in frames.items()}}
+
+
+def _file_sha256(path: Path) -> str:
+    sha = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(CHUNK_BYTES):
+            sha.update(chunk)
+    return sha.hexdigest()

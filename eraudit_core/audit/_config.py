@@ -14,6 +14,7 @@ from typing import Any
 
 from eraudit_core.audit._bounds import required_successes
 from eraudit_core.audit._degradation import DEFAULT_K
+from eraudit_core.audit._sequential import GeneratorTest
 from eraudit_core.errors import InputError
 from eraudit_core.types import Paraphrase, Query
 
@@ -35,6 +36,8 @@ class AuditConfig:
     min_drop: an auditor-stated minimum drop (beyond the paper, an assumption like TV): a
         rewording counts as a counterexample only when D > epsilon and p_pre - p_post >
         min_drop, in both stages, every bound and both sweeps. 0 is the paper's rule.
+    use_imported_scores: also read scores that arrived in imported bundles (kept apart, with
+        their origin, and unverified); off by default, recorded in the run's provenance.
     """
 
     epsilon: float = 0.1
@@ -52,11 +55,13 @@ class AuditConfig:
     stop_at_target: bool = True
     draw_seed: int | None = None
     min_drop: float = 0.0
+    use_imported_scores: bool = False
 
     def __post_init__(self) -> None:
         def bad(name: str, why: str) -> InputError:
             return InputError(f"AuditConfig.{name} {why}, got {getattr(self, name)!r}")
 
+        _check_types(self)
         if not math.isfinite(self.epsilon):
             raise bad("epsilon", "must be a finite number")
         if not (self.k > 0 and math.isfinite(self.k)):
@@ -108,6 +113,18 @@ class AuditConfig:
         """n* when a generator stops early at the target, else None."""
         return self.n_star if self.stop_at_target else None
 
+    def generator_test(self, generator: str, available: int) -> GeneratorTest:
+        """A fresh sequential test of one generator under this config (pool size M)."""
+        return GeneratorTest(
+            generator,
+            available=available,
+            budget=self.test_budget,
+            confidence=self.confidence,
+            n_star=self.stop_after,
+            run_to_stop=self.continue_after_counterexample,
+            prior=self.tolerant_prior,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
@@ -119,9 +136,50 @@ class AuditConfig:
             raise InputError(f"AuditConfig: unknown field(s) {sorted(unknown)}")
         values = dict(data)
         for key in ("search_generators", "test_generators", "tolerant_prior"):
-            if key in values:
+            if isinstance(values.get(key), list | tuple):
                 values[key] = tuple(values[key])
         return cls(**values)
+
+
+_NUMBERS = ("epsilon", "k", "confidence", "tv_delta")
+_INTEGERS = ("search_budget", "test_budget", "batch_size")
+_FLAGS = ("continue_after_counterexample", "stop_at_target", "use_imported_scores")
+_NAMES = ("search_generators", "test_generators")
+
+
+def _check_types(config: AuditConfig) -> None:
+    """Types first, so a stored or imported config with a string epsilon is refused by name
+    instead of failing later inside a sweep or a report."""
+
+    def is_number(x: Any) -> bool:
+        return isinstance(x, int | float) and not isinstance(x, bool)
+
+    def bad(name: str, what: str) -> InputError:
+        return InputError(f"AuditConfig.{name} must be {what}, got {getattr(config, name)!r}")
+
+    for name in _NUMBERS:
+        if not is_number(getattr(config, name)):
+            raise bad(name, "a number")
+    if config.target is not None and not is_number(config.target):
+        raise bad("target", "a number or empty")
+    for name in _INTEGERS:
+        value = getattr(config, name)
+        if not isinstance(value, int) or isinstance(value, bool) or abs(value) >= 2**31:
+            raise bad(name, "an integer")
+    for name in _FLAGS:
+        if not isinstance(getattr(config, name), bool):
+            raise bad(name, "true or false")
+    for name in _NAMES:
+        value = getattr(config, name)
+        if not isinstance(value, tuple) or not all(isinstance(g, str) for g in value):
+            raise bad(name, "a list of generator names")
+    prior = config.tolerant_prior
+    if not (isinstance(prior, tuple) and len(prior) == 2 and all(is_number(x) for x in prior)):
+        raise bad("tolerant_prior", "two numbers")
+    if config.draw_seed is not None and (
+        not isinstance(config.draw_seed, int) or isinstance(config.draw_seed, bool)
+    ):
+        raise bad("draw_seed", "an integer or empty")
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ from eraudit_core.audit._verdict import pair_verdict
 from eraudit_core.errors import CancelledError, IncompleteScores, InputError
 from eraudit_core.paraphrase import normalize_text
 from eraudit_core.store import PairResult, StepRecord, Store
+from eraudit_core.text import check_text
 from eraudit_core.types import Query, QueryScore, Verifier
 
 
@@ -83,9 +84,10 @@ class CachedScorer:
     caller to write with the batch's steps (`score(..., write=False)`).
     """
 
-    def __init__(self, verifier: Verifier, store: Store) -> None:
+    def __init__(self, verifier: Verifier, store: Store, *, imported: bool = False) -> None:
         self.verifier = verifier
         self.store = store
+        self.imported = imported  # also read scores imported from bundles (the user asked)
         self.fingerprint = verifier.fingerprint
         self.scored = 0
         self.cached = 0
@@ -101,7 +103,9 @@ class CachedScorer:
     def _look_up(self, hashes: Sequence[str]) -> None:
         todo = [h for h in dict.fromkeys(hashes) if h not in self._looked_up]
         if todo:
-            self._known.update(self.store.cached_scores(self.fingerprint, todo))
+            self._known.update(
+                self.store.cached_scores(self.fingerprint, todo, imported=self.imported)
+            )
             self._looked_up.update(todo)
 
     def score(self, queries: Sequence[Query], *, write: bool = True) -> list[QueryScore]:
@@ -165,8 +169,8 @@ class AuditEngine:
         should_cancel: Callable[[], bool] | None = None,
     ) -> None:
         self.store = store
-        self.pre = CachedScorer(pre, store)
-        self.post = CachedScorer(post, store)
+        self.pre = CachedScorer(pre, store, imported=config.use_imported_scores)
+        self.post = CachedScorer(post, store, imported=config.use_imported_scores)
         self.config = config
         self._generators: tuple[str, ...] = ()
         self.progress = progress
@@ -444,15 +448,7 @@ class AuditEngine:
         stop_pair = search_degraded and not cfg.continue_after_counterexample
         for gen in self._generators:
             pool = tuple(item.tests.get(gen, ()))
-            test = GeneratorTest(
-                gen,
-                available=len(pool),
-                budget=cfg.test_budget,
-                confidence=cfg.confidence,
-                n_star=cfg.stop_after,
-                run_to_stop=cfg.continue_after_counterexample,
-                prior=cfg.tolerant_prior,
-            )
+            test = cfg.generator_test(gen, len(pool))
             tests.append(test)
             if stop_pair:
                 test.skip()
@@ -493,6 +489,12 @@ class AuditEngine:
         return tests
 
 
+# A run's label and checkpoint names are shown on every page, report and export: long enough
+# for a path or a served spec, short enough that a page stays a page.
+MAX_LABEL_CHARS = 1000
+MAX_NAME_CHARS = 2000
+
+
 def create_run_record(
     store: Store,
     items: Sequence[AuditItem],
@@ -510,6 +512,9 @@ def create_run_record(
     once the models load. `provenance` adds keys (noise floor, where epsilon came from, the
     control run). Runs of the same inputs with other seeds are counted (`rerun_index`)."""
     _check_items(items, config)
+    check_text(label, "run", "label", max_chars=MAX_LABEL_CHARS)
+    for name in names:
+        check_text(name, "run", "checkpoint name", max_chars=MAX_NAME_CHARS)
     run_id = run_id or new_run_id()
     prov = run_provenance(items, config, benchmark_id=benchmark_id, source=source)
     key = inputs_key(

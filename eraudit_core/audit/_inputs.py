@@ -158,6 +158,11 @@ def run_provenance(
         "inputs_digest": items_digest(items),
         "paraphrase_sets": paraphrase_set_digests(items),
         "draw_seed": config.draw_seed,
+        "cached_scores": (
+            "this store's own and scores imported from bundles (unverified, on request)"
+            if config.use_imported_scores
+            else "this store's own only (scores imported from bundles not read)"
+        ),
         "test_draws": (
             "uniformly at random without replacement from each generator's pool"
             if config.draw_seed is not None

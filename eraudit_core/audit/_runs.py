@@ -55,6 +55,8 @@ def build_items(
     records the ones used so the run is reproducible. With `config.draw_seed` set, each
     generator's pool is put in its seeded random draw order (stage 2 takes a prefix).
     """
+    if limit is not None and not (isinstance(limit, int) and limit >= 1):
+        raise InputError(f"limit must be a whole number >= 1 (pairs to audit), got {limit!r}")
     pairs = store.pairs(benchmark_id)
     if pair_ids:
         known = {p.pair_id: p for p in pairs}
@@ -231,7 +233,12 @@ def prepare_model_run(
 ) -> tuple[str, list[AuditItem], AuditConfig]:
     """Validate the inputs and write a pending run record before any model is loaded, so a
     run that fails while loading is still listed with its error. A run without a draw seed
-    gets a fresh random one, stored with it."""
+    gets a fresh random one, stored with it. The checkpoint specs are parsed first: a mistyped
+    one (`demo:nope`, a URL with a password) leaves no run behind."""
+    from eraudit_core.verifier import parse_spec
+
+    parse_spec(pre_spec)
+    parse_spec(post_spec)
     benchmark_id = resolve_benchmark(store, benchmark)
     if config.draw_seed is None:
         config = replace(config, draw_seed=secrets.randbelow(2**31))

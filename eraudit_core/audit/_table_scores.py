@@ -91,6 +91,8 @@ def _whole_number(value: object, where: str) -> int:
         raise InputError(f"{where}: field idx must be a whole number, got {value!r}") from None
     if not number.is_integer() or number < 0:
         raise InputError(f"{where}: field idx must be a whole number >= 0, got {value!r}")
+    if number >= 2**63:
+        raise InputError(f"{where}: field idx must fit in a 64-bit integer, got {value!r}")
     return int(number)
 
 

@@ -48,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--post", required=True, help="checkpoint spec, e.g. demo:adversarial")
     p.add_argument("--pairs", default="", help="comma-separated pair ids (default: all)")
-    p.add_argument("--limit", type=int, default=0, help="audit only the first N pairs")
+    p.add_argument("--limit", type=int, default=None, help="audit only the first N pairs (N >= 1)")
     p.add_argument("--search-generators", default="", help="comma-separated (default: all stored)")
     p.add_argument("--test-generators", default="", help="comma-separated, in order")
     _config_args(p)
@@ -167,6 +167,12 @@ def _config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--control", default=None, metavar="RUN_ID", help="a control run shown beside this one"
     )
+    p.add_argument(
+        "--use-imported-scores",
+        action="store_true",
+        help="also read cached scores that arrived in imported run bundles (unverified; "
+        "recorded in the run's provenance). Default: only scores this store computed",
+    )
 
 
 def _config(args: argparse.Namespace, test_generators: tuple[str, ...], **extra: Any):  # type: ignore[no-untyped-def]
@@ -185,6 +191,7 @@ def _config(args: argparse.Namespace, test_generators: tuple[str, ...], **extra:
         stop_at_target=args.stop_at_target,
         batch_size=args.batch_size,
         min_drop=args.min_drop,
+        use_imported_scores=args.use_imported_scores,
         **extra,
     )
 
@@ -258,6 +265,7 @@ def pair_summary_json(store: Any, run_id: str) -> dict[str, Any]:
         "schema_version": JSON_SCHEMA_VERSION,
         "run_id": run_id,
         "status": run["status"],
+        "imported_from": run.get("imported_from"),
         "n_pairs": n_pairs,
         "complete": run["status"] == "done" and len(pairs) >= n_pairs,
         "min_drop": _num(run["config"].get("min_drop", 0.0)),
@@ -332,7 +340,13 @@ def cmd_audit_models(args: argparse.Namespace) -> int:
     from eraudit_core.audit._runs import resolve_benchmark
     from eraudit_core.demo import ensure_demo_inputs
     from eraudit_core.store import Store
+    from eraudit_core.verifier import parse_spec
 
+    # refused before anything is stored, the bundled inputs included
+    parse_spec(args.pre)
+    parse_spec(args.post)
+    if args.limit is not None and args.limit < 1:
+        raise InputError(f"--limit must be >= 1 (pairs to audit), got {args.limit}")
     with Store(args.db) as store, ctrl_c_cancels() as ctrl_c:
         benchmark = ensure_demo_inputs(store) if args.benchmark == "bundled" else args.benchmark
         audited = _split(args.pairs) or [
@@ -345,7 +359,7 @@ def cmd_audit_models(args: argparse.Namespace) -> int:
             store,
             benchmark=benchmark,
             pair_ids=_split(args.pairs) or None,
-            limit=args.limit or None,
+            limit=args.limit,
             pre_spec=args.pre,
             post_spec=args.post,
             config=_config(
@@ -365,7 +379,7 @@ def cmd_audit_models(args: argparse.Namespace) -> int:
 
 
 def _print_warning(message: str) -> None:
-    print(f"eraudit: warning: {message}", file=sys.stderr)
+    print(terminal_safe(f"eraudit: warning: {message}"), file=sys.stderr)
 
 
 def _print_progress(p: Any) -> None:
@@ -413,7 +427,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from eraudit_core.present import question_summary
+    from eraudit_core.present import imported_note, question_summary
     from eraudit_core.store import Store
 
     with Store(args.db) as store:
@@ -423,6 +437,8 @@ def cmd_show(args: argparse.Namespace) -> int:
             return 0
         pairs = store.pair_results(args.run_id)
         print(terminal_safe(_completeness(run, len(pairs))))
+        if note := imported_note(run):
+            print(terminal_safe(f"run {args.run_id}: {note}"))
         _print(question_summary(pairs), False)
     return 0
 
@@ -452,6 +468,9 @@ def cmd_sweeps(args: argparse.Namespace) -> int:
         eps = [float(x) for x in _split(args.epsilons)] or list(DEFAULT_EPSILONS)
     except ValueError as exc:
         raise InputError(f"--epsilons must be comma-separated numbers ({exc})") from exc
+    bad = [x for x in eps if not math.isfinite(x)]
+    if bad:
+        raise InputError(f"--epsilons must be finite numbers, got {bad[0]}")
     with Store(args.db) as store:
         run = store.run(args.run_id)
         config = AuditConfig.from_dict(run["config"])

@@ -10,6 +10,7 @@ import sys
 
 from eraudit_core.cli._interrupts import CTRL_C, EXIT_CANCELLED, EXIT_INTERRUPTED
 from eraudit_core.errors import CancelledError, InputError, StoreError
+from eraudit_core.text import terminal_safe
 
 # Modules that define `register(subparsers)`; each adds its subcommands. A module that is not
 # there yet (work in progress in another branch) is skipped, so the command always starts.
@@ -48,11 +49,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (InputError, StoreError) as exc:
-        print(f"eraudit: error: {exc}", file=sys.stderr)
+        print(f"eraudit: error: {terminal_safe(str(exc))}", file=sys.stderr)
         return 2
     except CancelledError as exc:
         interrupted = CTRL_C.is_set()
-        print(f"eraudit: {exc}" + (" (Ctrl-C)" if interrupted else ""), file=sys.stderr)
+        print(
+            f"eraudit: {terminal_safe(str(exc))}" + (" (Ctrl-C)" if interrupted else ""),
+            file=sys.stderr,
+        )
         return EXIT_INTERRUPTED if interrupted else EXIT_CANCELLED
     except BrokenPipeError:  # `eraudit show RUN | head`: the reader left, nothing to report
         with contextlib.suppress(OSError, ValueError):  # no error again when Python flushes

@@ -153,6 +153,8 @@ def run_import(args: argparse.Namespace) -> int:
     benchmark = _load_benchmark(args.benchmark)
     known = {p.pair_id: p for p in benchmark.pairs}
     rows = read_paraphrase_candidates(args.file, dataset=benchmark.name)
+    if not rows:
+        raise InputError(f"{args.file}: no paraphrases in the file; nothing imported")
     unknown = sorted({pid for pid, _g, _t in rows if pid not in known})
     if unknown:
         raise InputError(
@@ -165,7 +167,7 @@ def run_import(args: argparse.Namespace) -> int:
     store = _open_store(args.db)
     report = []
     try:
-        bid = benchmark.benchmark_id
+        bid = store.find_benchmark(benchmark)  # by content, as add_benchmark stores it
         taken: dict[str, dict[str, str]] = {}  # pair -> texts stored or accepted so far
         planned = []
         for (pid, gen), texts in grouped.items():
@@ -183,7 +185,8 @@ def run_import(args: argparse.Namespace) -> int:
             planned.append((paras, res.rejected, gen))
             report.append({**_pair_report(pair, res.accepted, res.rejected), "generator": gen})
         with store.transaction():
-            store.add_benchmark(benchmark)
+            if store.add_benchmark(benchmark) != bid:
+                raise InputError(f"{args.db}: another process changed benchmark {bid}; retry")
             for paras, rejected, gen in planned:
                 prov = {
                     "kind": "file",

@@ -18,6 +18,7 @@ from eraudit_core.audit import run_noise_floor_value, tool_version
 from eraudit_core.errors import InputError
 from eraudit_core.paths import check_output_dir
 from eraudit_core.store import Store
+from eraudit_core.text import csv_safe_frame
 
 ExportFormat = Literal["csv", "parquet"]
 EXPORT_FORMATS: tuple[str, ...] = ("csv", "parquet")
@@ -97,6 +98,7 @@ def run_provenance(store: Store, run_id: str) -> dict[str, Any]:
         "created_at": when(run.get("created_at")),
         "finished_at": when(run.get("finished_at")),
         **stored,
+        **({"imported_from": run["imported_from"]} if run.get("imported_from") else {}),
     }
 
 
@@ -136,7 +138,7 @@ def paraphrase_table(store: Store, run_id: str) -> pd.DataFrame:
 def table_bytes(df: pd.DataFrame, fmt: str) -> bytes:
     """A table as CSV (UTF-8) or Parquet bytes, for downloads."""
     if fmt == "csv":
-        return df.to_csv(index=False).encode("utf-8")
+        return csv_safe_frame(df).to_csv(index=False).encode("utf-8")
     if fmt == "parquet":
         buf = io.BytesIO()
         df.to_parquet(buf, index=False)

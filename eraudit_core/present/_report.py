@@ -311,8 +311,10 @@ def _run_section(store: Store, run_id: str, index: int) -> tuple[str, dict[str, 
     verdict = run_verdict(run, pairs)
     kind = verdict["kind"]
     esc = html.escape
+    note = views.imported_note(run)
     parts = [
         f"<h2>Run {index}: {esc(str(run.get('label') or run_id))}</h2>",
+        f'<p class="headline imported">Run {esc(note)}</p>' if note else "",
         _contrast_html(store, run_id),
         f'<p class="headline {kind}">{esc(verdict["headline"])}</p>',
         "<ul>" + "".join(f"<li>{esc(s)}</li>" for s in verdict["sentences"]) + "</ul>",

@@ -8,6 +8,7 @@ did not collect (a larger epsilon after a stage-2 early stop, say), it counts th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -313,6 +314,25 @@ def unique_run_names(labels: Mapping[str, Any]) -> dict[str, str]:
     return names
 
 
+def imported_note(run: Mapping[str, Any]) -> str | None:
+    """ "imported from FILE (unverified)" for a run that came in a bundle, else None: its
+    verdicts were checked against its own steps on import, its scores were not re-scored."""
+    imported = run.get("imported_from")
+    if isinstance(imported, str):
+        try:
+            imported = json.loads(imported)
+        except ValueError:
+            imported = {}
+    if not isinstance(imported, Mapping):
+        return None
+    return f"imported from {imported.get('file') or 'a bundle'} (unverified)"
+
+
 def run_names(store: Store, run_ids: Iterable[str]) -> dict[str, str]:
-    """`unique_run_names` of stored runs."""
-    return unique_run_names({rid: store.run(rid).get("label") for rid in run_ids})
+    """`unique_run_names` of stored runs; an imported run says so in its name."""
+    runs = {rid: store.run(rid) for rid in run_ids}
+    names = unique_run_names({rid: run.get("label") for rid, run in runs.items()})
+    return {
+        rid: name + (f" [{note}]" if (note := imported_note(runs[rid])) else "")
+        for rid, name in names.items()
+    }

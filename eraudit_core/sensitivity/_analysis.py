@@ -318,6 +318,9 @@ def _per_pair_contrasts(
     return out
 
 
+MAX_BOOT = 100_000  # bootstrap resamples per cell: more only costs time
+
+
 def analyse(
     table: pd.DataFrame,
     reference_condition: str,
@@ -331,6 +334,10 @@ def analyse(
 
     Raises InputError when the table is malformed or the reference condition never occurs.
     """
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise InputError(f"seed must be a whole number in [0, 2**32), got {seed!r}")
+    if isinstance(n_boot, bool) or not isinstance(n_boot, int) or not 100 <= n_boot <= MAX_BOOT:
+        raise InputError(f"bootstrap resamples must lie in [100, {MAX_BOOT}], got {n_boot!r}")
     tidy = validate_tidy(table, source)
     if tidy.empty:
         raise InputError(f"{source}: the table has no rows")
@@ -343,6 +350,12 @@ def analyse(
     if dimension is not None and dimension not in set(tidy["dimension"]):
         raise InputError(f"{source}: field 'dimension': no rows with dimension {dimension!r}")
     panel, dropped = panel_scores(tidy, dimension)
+    if reference_pair is not None and reference_pair not in set(panel["pair"]):
+        found = ", ".join(sorted(panel["pair"].unique())[:8])
+        raise InputError(
+            f"{source}: reference pair {reference_pair!r} does not occur (found: {found}); "
+            "write it as 'auditor -> target'"
+        )
     results: dict[str, BehaviourResult] = {}
     all_notes: list[str] = []
     if len(dropped):

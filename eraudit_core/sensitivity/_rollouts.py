@@ -20,6 +20,7 @@ import pandas as pd
 from eraudit_core.errors import InputError
 from eraudit_core.sensitivity._import import ROLLOUT_COLUMNS, ImportResult
 from eraudit_core.sensitivity._tidy import panel_scores, validate_tidy
+from eraudit_core.text import csv_safe_frame
 
 ROLLOUTS_SUFFIX = ".rollouts.jsonl"
 
@@ -51,7 +52,7 @@ def write_import(result: ImportResult, out: str | Path) -> tuple[Path, Path]:
     if out.suffix.lower() in (".parquet", ".pq"):
         result.table.to_parquet(out, index=False)
     elif out.suffix.lower() == ".csv":
-        result.table.to_csv(out, index=False)
+        csv_safe_frame(result.table).to_csv(out, index=False)
     else:
         raise InputError(f"{out}: the output must be a .csv or .parquet file")
     side = rollouts_path_for(out)

@@ -20,6 +20,7 @@ import atexit
 import contextlib
 import hashlib
 import itertools
+import math
 import os
 import random
 import re
@@ -53,13 +54,23 @@ _LOCK_WORDS = ("could not set lock", "conflicting lock", "already attached", "un
 _HOLDER = re.compile(r"held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")
 
 
+MAX_BUSY_TIMEOUT_S = 86_400.0
+
+
 def default_busy_timeout() -> float:
     """$ERAUDIT_BUSY_TIMEOUT seconds, else 30."""
-    raw = os.environ.get(BUSY_TIMEOUT_ENV, "")
-    try:
-        return float(raw) if raw else DEFAULT_BUSY_TIMEOUT_S
-    except ValueError:
+    raw = os.environ.get(BUSY_TIMEOUT_ENV, "").strip()
+    if not raw:
         return DEFAULT_BUSY_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= MAX_BUSY_TIMEOUT_S:  # NaN or inf would wait forever
+        raise StoreError(
+            f"${BUSY_TIMEOUT_ENV} must be seconds in [0, {MAX_BUSY_TIMEOUT_S:g}], got {raw[:40]!r}"
+        )
+    return value
 
 
 def _is_busy(exc: BaseException) -> bool:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,11 +57,52 @@ class Benchmark:
         """Content-addressed id: the same file always imports to the same benchmark."""
         return f"{slugify(self.name)}_{self.sha256[:12]}" if self.sha256 else slugify(self.name)
 
+    @property
+    def content_digest(self) -> str:
+        """Digest of the pairs themselves (ids, order and texts), whatever file they came from."""
+        return pairs_content_digest(_pair_row(p) for p in self.pairs)
+
     def pair(self, pair_id: str) -> Pair:
         for pair in self.pairs:
             if pair.pair_id == pair_id:
                 return pair
         raise KeyError(pair_id)
+
+
+# The pair fields that make a benchmark's content, in the order of the `pairs` table's columns.
+CONTENT_COLUMNS = (
+    "pair_id",
+    "pair_index",
+    "story_title",
+    "monitored_question",
+    "monitored_true",
+    "monitored_false",
+    "hidden_question",
+    "hidden_true",
+    "hidden_false",
+)
+
+
+def _pair_row(p: Pair) -> tuple[Any, ...]:
+    m, h = p.monitored, p.hidden
+    return (
+        (p.pair_id, p.index, p.story_title)
+        + (m.question, m.true_option, m.false_option)
+        + (
+            h.question,
+            h.true_option,
+            h.false_option,
+        )
+    )
+
+
+def pairs_content_digest(rows: Iterable[Sequence[Any]]) -> str:
+    """sha256 of the pairs' CONTENT_COLUMNS, sorted by pair index: the benchmark's identity
+    beside its name, so an edited copy under a known id is never taken for the original."""
+    canon = [[str(r[0]), int(r[1]), str(r[2] or "")] + [str(x) for x in r[3:9]] for r in rows]
+    canon.sort(key=lambda r: (r[1], r[0]))
+    payload = json.dumps(canon, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def slugify(name: str) -> str:
@@ -74,7 +115,7 @@ def reference_pair_id(dataset: str, story_title: str, monitored_q: str, hidden_q
     payload = json.dumps(
         [dataset, story_title, monitored_q, hidden_q], ensure_ascii=False, separators=(",", ":")
     )
-    return f"{slugify(dataset)}_{hashlib.sha256(payload.encode('utf-8')).hexdigest()[:16]}"
+    return f"{slugify(dataset)}_{hashlib.sha256(payload.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
 
 
 def guess_dataset_name(path: Path) -> str:

@@ -25,14 +25,27 @@ def _boot_id() -> str:
         return ""
 
 
-def _start_ticks(pid: int) -> str:
-    """Field 22 of /proc/PID/stat (start time since boot), or '' where there is no /proc."""
+def _stat_fields(pid: int) -> list[str]:
+    """/proc/PID/stat from field 3 on (state, ppid, ...), or [] where there is no /proc."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return ""
+        return []
     # the command name (field 2) is in parentheses and may contain spaces
-    return stat.rsplit(")", 1)[1].split()[19]
+    return stat.rsplit(")", 1)[1].split()
+
+
+def _start_ticks(pid: int) -> str:
+    """Field 22 of /proc/PID/stat (start time since boot), or '' where there is no /proc."""
+    fields = _stat_fields(pid)
+    return fields[19] if len(fields) > 19 else ""
+
+
+def _is_dead_process(pid: int) -> bool:
+    """A zombie (exited, not yet reaped by its parent) or a dying process: it will never write
+    to the run again, although its pid and start time are still in /proc."""
+    fields = _stat_fields(pid)
+    return bool(fields) and fields[0] in ("Z", "X", "x")
 
 
 @dataclass(frozen=True)
@@ -72,6 +85,8 @@ def owner_alive(owner: Owner | None, heartbeat: datetime | None, now: datetime) 
         return True
     if owner.host != socket.gethostname():
         return heartbeat is not None and now - heartbeat < STALE_AFTER
+    if _is_dead_process(owner.pid):
+        return False
     if owner.token:
         boot, _, ticks = owner.token.partition(":")
         if boot != _boot_id():

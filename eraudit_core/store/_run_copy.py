@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
 from eraudit_core.errors import InputError
+from eraudit_core.store._benchmark import CONTENT_COLUMNS, pairs_content_digest
 from eraudit_core.store._run_tables import ACTIVE_STATUSES
-from eraudit_core.store._store import Store
+from eraudit_core.store._store import Store, benchmark_slot
 from eraudit_core.types import Paraphrase
 
 RUN_TABLES = (
@@ -30,6 +32,10 @@ RUN_TABLES = (
     "paraphrases",
     "checkpoints",
     "score_cache",
+)
+
+SCORE_COLUMNS = (
+    "fingerprint, prompt_hash, p_true, l_a_true_a, l_b_true_a, l_a_true_b, l_b_true_b, scored_at"
 )
 
 
@@ -54,9 +60,13 @@ def read_run_rows(
                 "SELECT * FROM checkpoints WHERE list_contains(?, fingerprint)", [fps]
             ).df(),
             "score_cache": cur.execute(
-                "SELECT * FROM score_cache WHERE list_contains(?, fingerprint) "
-                "AND list_contains(?, prompt_hash)",
-                [fps, list(prompt_hashes)],
+                f"SELECT {SCORE_COLUMNS} FROM score_cache WHERE list_contains(?, fingerprint) "
+                "AND list_contains(?, prompt_hash) UNION ALL "
+                f"SELECT DISTINCT ON (fingerprint, prompt_hash) {SCORE_COLUMNS} "
+                "FROM imported_scores i WHERE list_contains(?, fingerprint) "
+                "AND list_contains(?, prompt_hash) AND NOT EXISTS (SELECT 1 FROM score_cache c "
+                "WHERE c.fingerprint = i.fingerprint AND c.prompt_hash = i.prompt_hash)",
+                [fps, list(prompt_hashes)] * 2,
             ).df(),
         }
         pair_ids = sorted(set(rows["run_pairs"]["pair_id"]) | _source_pair_ids(run))
@@ -79,14 +89,19 @@ def _source_pair_ids(run: pd.DataFrame) -> set[str]:
     return set(source.get("pair_ids") or []) if isinstance(source, dict) else set()
 
 
-def write_run_rows(store: Store, rows: Mapping[str, pd.DataFrame]) -> str:
+def write_run_rows(
+    store: Store, rows: Mapping[str, pd.DataFrame], imported_from: Mapping[str, Any]
+) -> str:
     """Store a run read by `read_run_rows` (possibly in another store); returns its id.
 
-    One transaction: the run must be new here, the benchmark is added unless it is already
-    stored (then it must have the run's pairs), paraphrases already stored identically are
-    skipped and clashing ones refused, checkpoints and cached scores are added if missing.
+    One transaction: the run must be new here. Its benchmark is matched by content: the same
+    pairs under the same id are reused, other pairs under a known id get a new versioned id
+    (the run keeps its own copy, the stored one is untouched). Paraphrases already stored
+    identically are skipped and clashing ones refused, checkpoints are added if missing, and
+    the cached scores go to `imported_scores` with their origin, never into this store's own
+    cache. The run is recorded with `imported_from` and never as running here.
     """
-    run = rows["runs"]
+    run = rows["runs"].copy()
     if len(run) != 1:
         raise InputError(f"a run copy holds exactly one run, this one holds {len(run)}")
     run_id = str(run["run_id"].iloc[0])
@@ -94,30 +109,23 @@ def write_run_rows(store: Store, rows: Mapping[str, pd.DataFrame]) -> str:
         other = set(rows[name]["run_id"]) - {run_id}
         if other:
             raise InputError(f"table {name} has rows of another run ({sorted(other)[0]})")
+    if run["status"].iloc[0] in ACTIVE_STATUSES:  # it runs nowhere here, whatever it claims
+        run["status"] = "interrupted"
+    for col in ("owner_pid", "owner_host", "owner_token", "heartbeat_at"):
+        if col in run.columns:
+            run[col] = pd.Series([None], dtype=object, index=run.index)
+    run["imported_from"] = json.dumps(dict(imported_from), ensure_ascii=False, default=str)
+    origin = f"{imported_from.get('file', '?')} (run {run_id})"
     with store.transaction() as w:
-        if w.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchone():
+        if w.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchall():
             raise InputError(
                 f"run {run_id} is already in {store.path}; importing it again is refused "
                 "(delete it there first to replace it)"
             )
         bench = rows["benchmarks"]
         if not bench.empty:
-            bid = str(bench["benchmark_id"].iloc[0])
-            stored = {
-                r[0] for r in w.execute(
-                    "SELECT pair_id FROM pairs WHERE benchmark_id = ?", [bid]
-                ).fetchall()
-            }  # fmt: skip
-            if stored:
-                missing = set(rows["pairs"]["pair_id"]) - stored
-                if missing:
-                    raise InputError(
-                        f"benchmark {bid} is stored here without pair(s) the run needs, e.g. "
-                        f"{sorted(missing)[0]}"
-                    )
-            else:
-                _insert(w, "benchmarks", bench)
-                _insert(w, "pairs", rows["pairs"])
+            bid = _store_benchmark(w, bench, rows["pairs"])
+            run["benchmark_id"] = bid
             for prov, group in rows["paraphrases"].groupby("provenance", dropna=False, sort=False):
                 paras = [
                     Paraphrase(
@@ -130,17 +138,38 @@ def write_run_rows(store: Store, rows: Mapping[str, pd.DataFrame]) -> str:
                     for r in group.to_dict("records")
                 ]
                 provenance = json.loads(prov) if isinstance(prov, str) and prov else {}
-                store.add_paraphrases(
-                    bid, paras, provenance if isinstance(provenance, dict) else {}
-                )
+                provenance = provenance if isinstance(provenance, dict) else {}
+                store.add_paraphrases(bid, paras, {**provenance, "imported_from": origin})
         known = {r[0] for r in w.execute("SELECT fingerprint FROM checkpoints").fetchall()}
         ckpts = rows["checkpoints"]
         _insert(w, "checkpoints", ckpts[~ckpts["fingerprint"].isin(known)])
-        _insert(w, "score_cache", rows["score_cache"], or_ignore=True)
+        scores = rows["score_cache"].copy()
+        scores["origin"] = origin
+        scores["imported_at"] = pd.Timestamp.now(tz="UTC").tz_localize(None)
+        _insert(w, "imported_scores", scores, or_ignore=True)
         _insert(w, "runs", run)
         _insert(w, "run_pairs", rows["run_pairs"])
         _insert(w, "run_steps", rows["run_steps"])
     return run_id
+
+
+def _store_benchmark(cur: Any, bench: pd.DataFrame, pairs: pd.DataFrame) -> str:
+    """The id the bundle's benchmark lives under here (stored now unless these very pairs are
+    already stored under it or one of its versions)."""
+    claimed = str(bench["benchmark_id"].iloc[0])
+    pairs = pairs.copy()
+    pairs["story_title"] = pairs["story_title"].where(pairs["story_title"].notna(), "")
+    digest = pairs_content_digest(pairs[list(CONTENT_COLUMNS)].itertuples(index=False))
+    bid, stored = benchmark_slot(cur, claimed, digest)
+    if not stored:
+        bench = bench.iloc[:1].copy()
+        bench.loc[:, "benchmark_id"] = bid
+        bench["content_digest"] = digest
+        bench.loc[:, "n_pairs"] = len(pairs)
+        pairs.loc[:, "benchmark_id"] = bid
+        _insert(cur, "benchmarks", bench)
+        _insert(cur, "pairs", pairs)
+    return bid
 
 
 def _insert(cur, table: str, frame: pd.DataFrame, or_ignore: bool = False) -> None:  # type: ignore[no-untyped-def]

@@ -284,6 +284,8 @@ class RunTables(Tables):
         rec = {str(k): v for k, v in df.iloc[0].to_dict().items()}
         rec["config"] = json.loads(rec["config"])
         rec["provenance"] = json.loads(rec["provenance"]) if rec.get("provenance") else {}
+        imported = rec.get("imported_from")
+        rec["imported_from"] = json.loads(imported) if isinstance(imported, str) else None
         return rec
 
     def has_run(self, run_id: str) -> bool:

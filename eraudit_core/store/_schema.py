@@ -139,6 +139,19 @@ MIGRATIONS: dict[int, list[str]] = {
             name VARCHAR PRIMARY KEY, run_id VARCHAR NOT NULL, n INTEGER NOT NULL,
             percentiles JSON NOT NULL, provenance JSON, created_at TIMESTAMP NOT NULL)""",
     ],
+    # 7 (issue 22): a benchmark's identity includes the digest of its content (pairs), so a
+    # different content under a known id is stored under a new versioned id, never merged;
+    # scores that arrive in an imported bundle are kept apart with their origin and feed a new
+    # audit only when it asks (`--use-imported-scores`); an imported run names its bundle.
+    7: [
+        "ALTER TABLE benchmarks ADD COLUMN content_digest VARCHAR",
+        """CREATE TABLE imported_scores (
+            origin VARCHAR NOT NULL, fingerprint VARCHAR NOT NULL, prompt_hash VARCHAR NOT NULL,
+            p_true DOUBLE NOT NULL, l_a_true_a DOUBLE, l_b_true_a DOUBLE, l_a_true_b DOUBLE,
+            l_b_true_b DOUBLE, scored_at TIMESTAMP, imported_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (origin, fingerprint, prompt_hash))""",
+        "ALTER TABLE runs ADD COLUMN imported_from JSON",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 RUN_STATUSES = ("pending", "running", "done", "failed", "cancelled", "interrupted")

@@ -15,9 +15,30 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from eraudit_core.errors import InputError
+from eraudit_core.store._benchmark import CONTENT_COLUMNS, pairs_content_digest
 from eraudit_core.store._run_tables import RunTables
 from eraudit_core.store._tables import _filtered, _now
 from eraudit_core.types import BinaryQuestion, Pair, Paraphrase, QueryScore
+
+
+def benchmark_slot(cur: Any, benchmark_id: str, digest: str) -> tuple[str, bool]:
+    """Where pairs with content `digest` belong: (`benchmark_id`, True) when that id already
+    holds exactly these pairs; else the first of `benchmark_id`, `<id>_v2`, `<id>_v3`, ... that
+    is free (False) or holds them (True). The stored pairs are digested, not a stored claim."""
+    for n in range(1, 10_000):
+        bid = benchmark_id if n == 1 else f"{benchmark_id}_v{n}"
+        rows = cur.execute(
+            f"SELECT {', '.join(CONTENT_COLUMNS)} FROM pairs WHERE benchmark_id = ?", [bid]
+        ).fetchall()
+        known = (
+            rows or cur.execute("SELECT 1 FROM benchmarks WHERE benchmark_id = ?", [bid]).fetchall()
+        )
+        if not known:
+            return bid, False
+        if pairs_content_digest(rows) == digest:
+            return bid, True
+    raise InputError(f"benchmark {benchmark_id}: too many versions stored")
+
 
 if TYPE_CHECKING:
     from eraudit_core.store._benchmark import Benchmark
@@ -28,13 +49,17 @@ class Store(RunTables):
 
     # -- benchmarks ----------------------------------------------------------------------
     def add_benchmark(self, benchmark: Benchmark) -> str:
-        """Store a validated benchmark once (content-addressed); returns its id."""
-        bid = benchmark.benchmark_id
+        """Store a validated benchmark once; returns its id. The id is content-addressed: the
+        same pairs always land on the same id, and other pairs under a known id (an edited
+        copy that arrived first) get a new versioned id, never merged with the stored ones."""
+        digest = benchmark.content_digest
         with self._write() as w:
-            if w.execute("SELECT 1 FROM benchmarks WHERE benchmark_id = ?", [bid]).fetchone():
+            bid, stored = benchmark_slot(w, benchmark.benchmark_id, digest)
+            if stored:
                 return bid
             w.execute(
-                "INSERT INTO benchmarks VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO benchmarks (benchmark_id, name, source, sha256, layout, attribution, "
+                "n_pairs, imported_at, content_digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     bid,
                     benchmark.name,
@@ -44,6 +69,7 @@ class Store(RunTables):
                     benchmark.attribution,
                     len(benchmark.pairs),
                     _now(),
+                    digest,
                 ],
             )
             w.executemany(
@@ -66,6 +92,11 @@ class Store(RunTables):
                 ],
             )
         return bid
+
+    def find_benchmark(self, benchmark: Benchmark) -> str:
+        """The id `add_benchmark` gives (or gave) these pairs, without storing anything."""
+        with self._read() as cur:
+            return benchmark_slot(cur, benchmark.benchmark_id, benchmark.content_digest)[0]
 
     def benchmarks(self) -> pd.DataFrame:
         return self._df("SELECT * FROM benchmarks ORDER BY imported_at")
@@ -222,20 +253,26 @@ class Store(RunTables):
 
     # -- score cache ---------------------------------------------------------------------
     def cached_scores(
-        self, fingerprint: str, prompt_hashes: Sequence[str]
+        self, fingerprint: str, prompt_hashes: Sequence[str], *, imported: bool = False
     ) -> dict[str, QueryScore]:
+        """Scores this store computed itself; with `imported`, also those that arrived in
+        imported bundles (DESIGN.md §6: kept apart, read only when the user asks)."""
         if not prompt_hashes:
             return {}
+        cols = "prompt_hash, p_true, l_a_true_a, l_b_true_a, l_a_true_b, l_b_true_b"
+        sql = f"SELECT {cols} FROM score_cache WHERE fingerprint = ? AND list_contains(?, prompt_hash)"
+        if imported:
+            sql = (
+                f"SELECT {cols} FROM imported_scores WHERE fingerprint = ? AND "
+                f"list_contains(?, prompt_hash) UNION ALL {sql}"
+            )
         found: dict[str, QueryScore] = {}
         chunk = 1000
         with self._read() as cur:
             for start in range(0, len(prompt_hashes), chunk):
                 part = list(prompt_hashes[start : start + chunk])
-                rows = cur.execute(
-                    "SELECT prompt_hash, p_true, l_a_true_a, l_b_true_a, l_a_true_b, l_b_true_b "
-                    "FROM score_cache WHERE fingerprint = ? AND list_contains(?, prompt_hash)",
-                    [fingerprint, part],
-                ).fetchall()
+                params = [fingerprint, part] * (2 if imported else 1)
+                rows = cur.execute(sql, params).fetchall()
                 for r in rows:
                     logprobs = None if r[2] is None else (r[2], r[3], r[4], r[5])
                     found[r[0]] = QueryScore(r[1], logprobs)

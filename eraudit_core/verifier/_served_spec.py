@@ -23,11 +23,12 @@ from dataclasses import dataclass, fields, replace
 from typing import Literal
 
 from eraudit_core.errors import InputError
-from eraudit_core.openai_http import check_base_url
+from eraudit_core.openai_http import check_base_url, refuse_credentials
 from eraudit_core.verifier._spec import CheckpointSpec
 
 SERVED_PREFIXES = ("http://", "https://")
 METHODS = ("auto", "prompt")
+MAX_TIMEOUT_S = 86_400.0  # a day; inf or NaN would wait forever
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,10 @@ class ServedSpec:
             raise InputError(f"{where}: tokenizer= must name a local checkpoint, not a server")
         if not 1 <= self.concurrency <= 1024:
             raise InputError(f"{where}: concurrency must lie in 1..1024, got {self.concurrency}")
-        if not self.timeout > 0:
-            raise InputError(f"{where}: timeout must be positive, got {self.timeout}")
+        if not 0 < self.timeout <= MAX_TIMEOUT_S:
+            raise InputError(
+                f"{where}: timeout must be seconds in (0, {MAX_TIMEOUT_S}], got {self.timeout}"
+            )
         if not 0 <= self.retries <= 20:
             raise InputError(f"{where}: retries must lie in 0..20, got {self.retries}")
         if not 2 <= self.top_k <= 1000:
@@ -77,6 +80,7 @@ class ServedSpec:
     @classmethod
     def parse(cls, text: str) -> ServedSpec:
         text = text.strip()
+        refuse_credentials(text, "served checkpoint")  # before any message repeats the text
         url, sep, rest = text.partition("#")
         if not sep:
             raise InputError(

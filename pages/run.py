@@ -126,6 +126,14 @@ with st.expander("Advanced"):
         "the failure-tolerant bound, beyond the paper; costs more queries)"
     )
     batch = st.number_input("Batch size (paraphrases scored at once)", min_value=1, value=8)
+    min_label_mass = st.number_input(
+        "Minimum label mass (a checkpoint whose labels get less of its probability on the probe "
+        "questions is refused: it is read where it does not answer)",
+        min_value=0.0,
+        max_value=1.0,
+        value=0.5,
+        step=0.05,
+    )
 label = st.text_input("Run label", value="", placeholder="e.g. adversarial arm, eps 0.1")
 
 config = runview.make_config(
@@ -141,6 +149,7 @@ config = runview.make_config(
     test_generators=tuple(test_gens),
     continue_after_counterexample=tolerant,
     batch_size=int(batch),
+    min_label_mass=float(min_label_mass),
 )
 if config is not None:
     cost = runview.cost(bid, pair_ids, config)

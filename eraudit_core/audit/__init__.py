@@ -48,6 +48,7 @@ from eraudit_core.audit._inputs import (
     run_test_generators,
     tool_version,
 )
+from eraudit_core.audit._run_label_mass import run_label_mass
 from eraudit_core.audit._runs import (
     build_items,
     execute_model_run,
@@ -113,6 +114,7 @@ __all__ = [
     "required_successes",
     "resume_audit",
     "resume_run",
+    "run_label_mass",
     "run_model_audit",
     "run_test_generators",
     "table_digest",

@@ -8,6 +8,7 @@ lets `resume_run` rebuild the same items after a crash or an app restart.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import secrets
 import threading
@@ -28,6 +29,7 @@ from eraudit_core.errors import InputError
 from eraudit_core.jobs import Job, JobRunner
 from eraudit_core.store import Store
 from eraudit_core.types import Paraphrase, Query
+from eraudit_core.verifier import MIN_LABEL_MASS, check_label_mass
 
 
 def resolve_benchmark(store: Store, benchmark: str) -> str:
@@ -172,14 +174,21 @@ def pool_warnings(items: Sequence[AuditItem], config: AuditConfig) -> list[str]:
     return out
 
 
-def register_checkpoint(store: Store, verifier: Any, name: str) -> dict[str, Any]:
+def register_checkpoint(
+    store: Store, verifier: Any, name: str, *, min_label_mass: float = MIN_LABEL_MASS
+) -> dict[str, Any]:
     """Record a loaded checkpoint (fingerprint, name, description) in the store.
 
-    A served checkpoint is first compared with its earlier registration: its probe question
+    The probe set is scored first: a checkpoint whose labels get a median label mass below
+    `min_label_mass` is refused (read at the wrong slot), and the mass is kept in its details
+    with the readout profile used. A served checkpoint is first compared with its earlier registration: its probe question
     must still get the log-probs it got then (`check_registration` refuses otherwise, before
     any cached score is reused), and that first registration stays the reference.
     """
     details = dict(verifier.describe())
+    details["label_mass"] = check_label_mass(verifier, min_label_mass)
+    fmt = getattr(verifier, "format", None)
+    details["readout"] = fmt.readout.name if fmt is not None else None
     check = getattr(verifier, "check_registration", None)
     if check is not None:
         known = store.checkpoints()
@@ -195,12 +204,14 @@ def register_checkpoint(store: Store, verifier: Any, name: str) -> dict[str, Any
     return details
 
 
-def _load_checkpoints(store: Store, pre_spec: str, post_spec: str) -> tuple[Any, Any]:
+def _load_checkpoints(
+    store: Store, pre_spec: str, post_spec: str, config: AuditConfig
+) -> tuple[Any, Any]:
     from eraudit_core.verifier import load_pair
 
-    pre, post = load_pair(pre_spec, post_spec)
+    pre, post = load_pair(pre_spec, post_spec, **config.prompt_settings())
     for verifier, spec in ((pre, pre_spec), (post, post_spec)):
-        register_checkpoint(store, verifier, spec)
+        register_checkpoint(store, verifier, spec, min_label_mass=config.min_label_mass)
     return pre, post
 
 
@@ -222,6 +233,8 @@ def prepare_model_run(
     benchmark_id = resolve_benchmark(store, benchmark)
     if config.draw_seed is None:
         config = replace(config, draw_seed=secrets.randbelow(2**31))
+    if config.prompt_date is None:  # date-embedding chat templates read the run's start date
+        config = replace(config, prompt_date=dt.datetime.now(dt.UTC).date().isoformat())
     items, config = build_items(store, benchmark_id, pair_ids, config, limit)
     source = {
         "kind": "models",
@@ -256,7 +269,7 @@ def execute_model_run(
 ) -> None:
     """Load the checkpoints (recording a failure in the run) and audit what is not done."""
     try:
-        pre, post = _load_checkpoints(store, pre_spec, post_spec)
+        pre, post = _load_checkpoints(store, pre_spec, post_spec, config)
     except KeyboardInterrupt:
         store.set_run_status(run_id, "cancelled", "cancelled by Ctrl-C while loading checkpoints")
         raise

@@ -300,3 +300,32 @@ def test_a_runs_label_mass_is_shown_per_checkpoint(
         from eraudit_core.present import build_report
 
         assert "label mass (pre): median, min over prompts" in build_report(store, [right])
+
+
+def test_wording_files_are_read_exactly_and_a_missing_one_is_named(tmp_path: Path) -> None:
+    import argparse
+
+    from eraudit_core.cli._audit import _wording_config
+    from eraudit_core.cli._wording import loader_kwargs, spec_with_readout
+
+    template = tmp_path / "t.txt"
+    template.write_text("Q: {question}\n{label_a}) {option_a}\n{label_b}) {option_b}\n")
+    system = tmp_path / "s.txt"
+    system.write_text("Be brief.")
+    args = argparse.Namespace(
+        prompt_template=template, system_file=system, prefix_file=None, readout="plain",
+        template=DEFAULT_TEMPLATE, prefix="Answer:",
+    )  # fmt: skip
+    kwargs = loader_kwargs(args)
+    # the file's last newline is the editor's; everything else is kept
+    assert kwargs["template"] == "Q: {question}\n{label_a}) {option_a}\n{label_b}) {option_b}"
+    assert kwargs["system"] == "Be brief." and kwargs["readout"] == "plain"
+    assert _wording_config(args) == {
+        "prompt_template": kwargs["template"],
+        "system_message": "Be brief.",
+    }
+    assert spec_with_readout("demo:base", "plain") == "demo:base;readout=plain"
+    assert spec_with_readout("demo:base;readout=chat-answer", "plain").endswith("chat-answer")
+    args.system_file = tmp_path / "missing.txt"
+    with pytest.raises(InputError, match=r"missing.txt: no such file \(--system-file\)"):
+        loader_kwargs(args)

@@ -292,8 +292,14 @@ def test_a_runs_label_mass_is_shown_per_checkpoint(
         )
         good, bad = run_label_mass(store, right), run_label_mass(store, wrong)
         n = store.cache_size(store.run(right)["pre_fingerprint"])
-        assert good["pre"]["n"] == 2 * n and good["pre"]["median"] > 0.5
-        assert bad["pre"]["median"] < 0.5 and bad["pre"]["min"] <= bad["pre"]["median"]
+        # the tiny model was fitted on the probe questions only, so on QuALITY questions its
+        # mass at the right slot is small too; at the bare generation prompt (where it writes
+        # "Answer") it is smaller still: the run's summary must show that difference
+        assert good["pre"]["n"] == 2 * n
+        same = ("median", "min", "n")  # pre and post are one checkpoint here
+        assert [good["pre"][k] for k in same] == [good["post"][k] for k in same]
+        assert good["pre"]["median"] > 10 * bad["pre"]["median"], (good, bad)
+        assert bad["pre"]["min"] <= bad["pre"]["median"] < 0.5
         assert pair_summary_json(store, right)["label_mass"] == good
         assert store.run(wrong)["config"]["answer_prefix"] == ""  # the wording is recorded
         assert store.run(right)["config"]["prompt_date"]  # pinned to the run's start date

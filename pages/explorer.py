@@ -64,6 +64,7 @@ c[1].metric("P(true) hidden, after", widgets.fmt(row["p_post_hidden"]))
 c[2].metric("largest D", widgets.fmt(row["max_d"]))
 c[3].metric(f"bound (confidence {config['confidence']})", widgets.fmt(row["bound"]))
 explore.bound_notes(row, config)
+explore.label_mass_note(run_id)
 
 st.plotly_chart(
     present.bound_trajectory_figure(

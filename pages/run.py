@@ -139,6 +139,14 @@ with st.expander("Advanced"):
     eps_from = calibrate.epsilon_from_field(pair_ids)
     if eps_from is not None:
         epsilon = eps_from["value"]
+    min_label_mass = st.number_input(
+        "Minimum label mass (a checkpoint whose labels get less of its probability on the probe "
+        "questions is refused: it is read where it does not answer)",
+        min_value=0.0,
+        max_value=1.0,
+        value=0.5,
+        step=0.05,
+    )
 label = st.text_input("Run label", value="", placeholder="e.g. adversarial arm, eps 0.1")
 
 config = runview.make_config(
@@ -155,6 +163,7 @@ config = runview.make_config(
     continue_after_counterexample=tolerant,
     batch_size=int(batch),
     min_drop=float(min_drop),
+    min_label_mass=float(min_label_mass),
 )
 if config is not None:
     cost = runview.cost(bid, pair_ids, config)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from eraudit_core.errors import InputError, StoreError
+from eraudit_core.verifier import MIN_LABEL_MASS, PROFILES
 from ui import entry, state, widgets
 from ui import setup_actions as actions
 
@@ -128,6 +129,17 @@ with st.form("checkpoint-form"):
         key="ckpt-spec",
     )
     c_name = st.text_input("Display name (optional)", key="ckpt-name")
+    c1, c2 = st.columns(2)
+    c_readout = c1.selectbox(
+        "Readout profile (where the answer label is read)",
+        ["detect from the chat template", *PROFILES],
+        key="ckpt-readout",
+        help="gpt-oss needs harmony-final, Qwen3/3.5 qwen-think-off; `eraudit readouts` "
+        "describes each",
+    )
+    c_mass = c2.number_input(
+        "Minimum label mass", 0.0, 1.0, MIN_LABEL_MASS, 0.05, key="ckpt-min-mass"
+    )
     load_now = st.checkbox(
         "Load it now to fingerprint it (can take half a minute)", value=True, key="ckpt-load"
     )
@@ -140,9 +152,15 @@ if c_submitted:
             st.text(canonical)
         else:
             with st.spinner("Loading the checkpoint..."):
-                info = state.register_checkpoint(spec, c_name)
+                info = state.register_checkpoint(
+                    spec,
+                    c_name,
+                    readout=None if c_readout not in PROFILES else c_readout,
+                    min_label_mass=float(c_mass),
+                )
             st.success("Registered:")
             st.text(f"{info.get('name') or spec}  fingerprint {info['fingerprint']}")
+            widgets.label_mass_caption(info)
     except (InputError, StoreError, OSError, ValueError) as exc:
         widgets.show_error("The checkpoint was not registered:", exc)
 
@@ -175,6 +193,9 @@ with st.form("served-form"):
     )
     s_conc = c3.number_input("Requests in flight", 1, 1024, 8, key="served-conc")
     s_name = st.text_input("Display name (optional)", key="served-name")
+    s_mass = st.number_input(
+        "Minimum label mass", 0.0, 1.0, MIN_LABEL_MASS, 0.05, key="served-min-mass"
+    )
     b1, b2 = st.columns(2)
     s_check = b1.form_submit_button("Check: score one question")
     s_register = b2.form_submit_button("Check and register")
@@ -193,7 +214,8 @@ if s_check or s_register:
         )
         st.text(f"spec (use it on the Run page or with eraudit --pre/--post):\n{text}")
         if s_register:
-            info = state.register_checkpoint(text, s_name)
+            info = state.register_checkpoint(text, s_name, min_label_mass=float(s_mass))
             st.success(f"Registered, fingerprint {info['fingerprint']}")
+            widgets.label_mass_caption(info)
     except (InputError, StoreError, OSError, ValueError) as exc:
         widgets.show_error("The served checkpoint did not pass the check:", exc)

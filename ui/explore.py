@@ -137,6 +137,24 @@ def why_this_verdict(run_id: str, pair_id: str) -> None:
         st.warning(why["rerun"])
 
 
+def label_mass_note(run_id: str) -> None:
+    """The run's label mass per checkpoint (median, min over its scored prompts), one line:
+    little mass means the labels were read where the model does not answer (DESIGN.md §3)."""
+    from eraudit_core.audit import run_label_mass
+
+    parts = []
+    for side, mass in run_label_mass(state.get_store(), run_id).items():
+        if mass["n"]:
+            parts.append(
+                f"{side} {mass['median']:.3f} (min {mass['min']:.3f}, {mass['n']} prompts)"
+            )
+    if parts:
+        st.caption(
+            "Label mass of this run, the model's probability on the two labels where they are "
+            "read (median): " + "; ".join(parts)
+        )
+
+
 def bound_notes(row: Mapping[str, Any], config: Mapping[str, Any]) -> None:
     """What the bound is about, per generator, and the failure-tolerant bound where it holds."""
     gens = row.get("generators") or []

@@ -155,17 +155,21 @@ def validate_checkpoint_spec(text: str) -> str:
     return parse_spec(text).text
 
 
-def register_checkpoint(spec_text: str, name: str = "") -> dict[str, Any]:
+def register_checkpoint(
+    spec_text: str, name: str = "", *, readout: str | None = None, min_label_mass: float = 0.5
+) -> dict[str, Any]:
     """Load a checkpoint once (cached by the verifier module), fingerprint and store it.
 
-    A served checkpoint is checked against its earlier registration (its probe question must
-    still get the same log-probs) before anything is stored."""
+    The probe set's label mass must reach `min_label_mass` (else the error names the readout
+    to try); `readout` overrides the detected readout profile. A served checkpoint is checked
+    against its earlier registration (its probe question must still get the same log-probs)
+    before anything is stored."""
     from eraudit_core.audit import register_checkpoint as register
     from eraudit_core.verifier import load_checkpoint, parse_spec
 
     spec = parse_spec(spec_text)
-    verifier = load_checkpoint(spec)
-    details = register(get_store(), verifier, name or spec.text)
+    verifier = load_checkpoint(spec, readout=readout)
+    details = register(get_store(), verifier, name or spec.text, min_label_mass=min_label_mass)
     return {"fingerprint": verifier.fingerprint, **details}
 
 

@@ -140,6 +140,18 @@ def launch_demo_audit(demo: dict[str, Any]) -> str | None:
     return run_id
 
 
+def label_mass_caption(details: dict[str, Any]) -> None:
+    """The readout and the probe set's label mass of a registered checkpoint, in one line."""
+    mass = details.get("label_mass") or {}
+    if mass.get("median") is None:
+        return
+    st.caption(
+        f"read with readout {details.get('readout')}: the labels get a median "
+        f"{mass['median']:.3f} (min {mass['min']:.3f}) of the model's probability over the "
+        f"{mass['n']} probe prompts"
+    )
+
+
 def status_badge(status: str) -> str:
     """Coloured markdown for a known status; anything else is shown as 'unknown'."""
     return {

@@ -73,6 +73,7 @@ from eraudit_core.audit._inputs import (
     tool_version,
 )
 from eraudit_core.audit._replay import table_steps, verdict_from_steps
+from eraudit_core.audit._run_label_mass import run_label_mass
 from eraudit_core.audit._runs import (
     build_items,
     execute_model_run,
@@ -160,6 +161,7 @@ __all__ = [
     "required_successes",
     "resume_audit",
     "resume_run",
+    "run_label_mass",
     "run_model_audit",
     "run_test_generators",
     "table_digest",

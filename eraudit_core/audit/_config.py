@@ -7,6 +7,7 @@ did, so their stored configs keep loading.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -38,6 +39,14 @@ class AuditConfig:
         min_drop, in both stages, every bound and both sweeps. 0 is the paper's rule.
     use_imported_scores: also read scores that arrived in imported bundles (kept apart, with
         their origin, and unverified); off by default, recorded in the run's provenance.
+    min_label_mass: a checkpoint whose two labels get a median probability below this on the
+        probe set is refused at registration (read at the wrong slot; DESIGN.md §3).
+    prompt_template / answer_prefix / system_message: the wording the verifiers read (None:
+        the studio's defaults, no system message), so another tool's wording can be reproduced;
+        part of each checkpoint's fingerprint, hence of the cache key.
+    prompt_date: the date (YYYY-MM-DD) a chat template that writes today's date is pinned to;
+        set to the run's start date when the run is created, so a resumed run reads the same
+        prompts.
     """
 
     epsilon: float = 0.1
@@ -56,6 +65,11 @@ class AuditConfig:
     draw_seed: int | None = None
     min_drop: float = 0.0
     use_imported_scores: bool = False
+    min_label_mass: float = 0.5
+    prompt_template: str | None = None
+    answer_prefix: str | None = None
+    system_message: str | None = None
+    prompt_date: str | None = None
 
     def __post_init__(self) -> None:
         def bad(name: str, why: str) -> InputError:
@@ -95,6 +109,26 @@ class AuditConfig:
             isinstance(self.draw_seed, int) and 0 <= self.draw_seed < 2**63
         ):
             raise bad("draw_seed", "must be a non-negative integer or empty")
+        if not 0.0 <= self.min_label_mass <= 1.0:
+            raise bad("min_label_mass", "must lie in [0, 1]")
+        if self.prompt_date is not None:
+            try:
+                dt.date.fromisoformat(self.prompt_date)
+            except (TypeError, ValueError):
+                raise bad("prompt_date", "must be a date YYYY-MM-DD or empty") from None
+
+    def prompt_settings(self) -> dict[str, Any]:
+        """The verifier keyword arguments this config's wording asks for (defaults left out)."""
+        settings: dict[str, Any] = {}
+        if self.prompt_template is not None:
+            settings["template"] = self.prompt_template
+        if self.answer_prefix is not None:
+            settings["prefix"] = self.answer_prefix
+        if self.system_message is not None:
+            settings["system"] = self.system_message
+        if self.prompt_date is not None:
+            settings["today"] = dt.date.fromisoformat(self.prompt_date)
+        return settings
 
     @property
     def alpha(self) -> float:

@@ -8,6 +8,7 @@ lets `resume_run` rebuild the same items after a crash or an app restart.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import secrets
 import threading
@@ -29,7 +30,13 @@ from eraudit_core.errors import InputError
 from eraudit_core.jobs import Job, JobRunner
 from eraudit_core.store import Store
 from eraudit_core.types import Paraphrase, Query
-from eraudit_core.verifier import measure_noise_floor, run_noise_floor, served_drift
+from eraudit_core.verifier import (
+    MIN_LABEL_MASS,
+    check_label_mass,
+    measure_noise_floor,
+    run_noise_floor,
+    served_drift,
+)
 
 
 def resolve_benchmark(store: Store, benchmark: str) -> str:
@@ -176,14 +183,21 @@ def pool_warnings(items: Sequence[AuditItem], config: AuditConfig) -> list[str]:
     return out
 
 
-def register_checkpoint(store: Store, verifier: Any, name: str) -> dict[str, Any]:
+def register_checkpoint(
+    store: Store, verifier: Any, name: str, *, min_label_mass: float = MIN_LABEL_MASS
+) -> dict[str, Any]:
     """Record a loaded checkpoint (fingerprint, name, description) in the store.
 
-    A served checkpoint is first compared with its earlier registration: its probe question
+    The probe set is scored first: a checkpoint whose labels get a median label mass below
+    `min_label_mass` is refused (read at the wrong slot), and the mass is kept in its details
+    with the readout profile used. A served checkpoint is first compared with its earlier registration: its probe question
     must still get the log-probs it got then (`check_registration` refuses otherwise, before
     any cached score is reused), and that first registration stays the reference.
     """
     details = dict(verifier.describe())
+    details["label_mass"] = check_label_mass(verifier, min_label_mass)
+    fmt = getattr(verifier, "format", None)
+    details["readout"] = fmt.readout.name if fmt is not None else None
     check = getattr(verifier, "check_registration", None)
     if check is not None:
         known = store.checkpoints()
@@ -203,14 +217,22 @@ def register_checkpoint(store: Store, verifier: Any, name: str) -> dict[str, Any
 
 
 def _load_checkpoints(
-    store: Store, pre_spec: str, post_spec: str, run_id: str | None = None
+    store: Store,
+    pre_spec: str,
+    post_spec: str,
+    config: AuditConfig,
+    run_id: str | None = None,
 ) -> tuple[Any, Any]:
-    """Load and register both checkpoints; a run records the noise floor it uses: the larger
-    of the two checkpoints' measured floors, or the auditor's declared one if larger."""
+    """Load and register both checkpoints (read with the run's wording and readout); a run
+    records the noise floor it uses: the larger of the two checkpoints' measured floors, or
+    the auditor's declared one if larger."""
     from eraudit_core.verifier import load_pair
 
-    pre, post = load_pair(pre_spec, post_spec)
-    details = [register_checkpoint(store, v, s) for v, s in ((pre, pre_spec), (post, post_spec))]
+    pre, post = load_pair(pre_spec, post_spec, **config.prompt_settings())
+    details = [
+        register_checkpoint(store, v, s, min_label_mass=config.min_label_mass)
+        for v, s in ((pre, pre_spec), (post, post_spec))
+    ]
     if run_id is not None:
         measured = run_noise_floor(details)
         declared = (store.run(run_id)["provenance"].get("noise_floor") or {}).get("value")
@@ -242,6 +264,8 @@ def prepare_model_run(
     benchmark_id = resolve_benchmark(store, benchmark)
     if config.draw_seed is None:
         config = replace(config, draw_seed=secrets.randbelow(2**31))
+    if config.prompt_date is None:  # date-embedding chat templates read the run's start date
+        config = replace(config, prompt_date=dt.datetime.now(dt.UTC).date().isoformat())
     items, config = build_items(store, benchmark_id, pair_ids, config, limit)
     source = {
         "kind": "models",
@@ -277,7 +301,7 @@ def execute_model_run(
 ) -> None:
     """Load the checkpoints (recording a failure in the run) and audit what is not done."""
     try:
-        pre, post = _load_checkpoints(store, pre_spec, post_spec, run_id)
+        pre, post = _load_checkpoints(store, pre_spec, post_spec, config, run_id)
     except KeyboardInterrupt:
         store.set_run_status(run_id, "cancelled", "cancelled by Ctrl-C while loading checkpoints")
         raise

@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from eraudit_core.cli._interrupts import ctrl_c_cancels
+from eraudit_core.cli._wording import add_wording_args, spec_with_readout, wording_from_files
 from eraudit_core.errors import InputError
 from eraudit_core.text import terminal_safe
 
@@ -52,6 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--search-generators", default="", help="comma-separated (default: all stored)")
     p.add_argument("--test-generators", default="", help="comma-separated, in order")
     _config_args(p)
+    add_wording_args(p)
     p.add_argument(
         "--seed",
         type=int,
@@ -220,6 +222,13 @@ def _run_extras(
     return eps, extra
 
 
+def _wording_config(args: argparse.Namespace) -> dict[str, str]:
+    """The wording files as AuditConfig fields (so the run records them and a resume reuses
+    them)."""
+    names = {"template": "prompt_template", "prefix": "answer_prefix", "system": "system_message"}
+    return {names[k]: v for k, v in wording_from_files(args).items()}
+
+
 def _num(x: Any) -> Any:
     """JSON-safe number: NaN/None become null."""
     if x is None:
@@ -233,9 +242,9 @@ def _num(x: Any) -> Any:
 
 def pair_summary_json(store: Any, run_id: str) -> dict[str, Any]:
     """The stable audit-table JSON: run id, the assumptions the verdicts rest on (min-drop,
-    noise floor, where epsilon came from, re-runs), plus one object a pair with its evidence
-    (worst_drop, den, amplified, within_noise: keys added in issue 19)."""
-    from eraudit_core.audit import pair_evidence, rerun_note
+    noise floor, where epsilon came from, re-runs), each checkpoint's label mass, plus one
+    object a pair with its evidence (worst_drop, den, amplified, within_noise: issue 19)."""
+    from eraudit_core.audit import pair_evidence, rerun_note, run_label_mass
 
     df = store.pair_results(run_id)
     run = store.run(run_id)
@@ -273,6 +282,7 @@ def pair_summary_json(store: Any, run_id: str) -> dict[str, Any]:
         "epsilon_from": prov.get("epsilon_from"),
         "control_run": prov.get("control_run"),
         "rerun": rerun_note(prov),
+        "label_mass": run_label_mass(store, run_id),
         "pairs": pairs,
     }
 
@@ -360,13 +370,15 @@ def cmd_audit_models(args: argparse.Namespace) -> int:
             benchmark=benchmark,
             pair_ids=_split(args.pairs) or None,
             limit=args.limit,
-            pre_spec=args.pre,
-            post_spec=args.post,
+            pre_spec=spec_with_readout(args.pre, args.readout),
+            post_spec=spec_with_readout(args.post, args.readout),
             config=_config(
                 args,
                 tuple(_split(args.test_generators)),
                 search_generators=tuple(_split(args.search_generators)),
                 draw_seed=args.seed,
+                min_label_mass=args.min_label_mass,
+                **_wording_config(args),
             ),
             label=args.label,
             progress=None if args.json else _print_progress,

@@ -1,4 +1,4 @@
-"""`eraudit adapt | score | checkpoint-info`: building and inspecting verifier checkpoints.
+"""`eraudit adapt | score | checkpoint-info | readouts`: building and inspecting checkpoints.
 
 Heavy imports (torch, transformers) happen inside the commands, so `eraudit --help` stays fast.
 """
@@ -14,17 +14,18 @@ from pathlib import Path
 from typing import Any
 
 from eraudit_core.adapt import AdaptConfig
+from eraudit_core.cli._wording import add_wording_args, loader_kwargs, spec_with_readout
 from eraudit_core.errors import InputError
 from eraudit_core.paths import check_output_dir
 from eraudit_core.text import check_text, parse_json
 from eraudit_core.types import Query
-from eraudit_core.verifier import DEFAULT_PREFIX, DEFAULT_TEMPLATE
+from eraudit_core.verifier import DEFAULT_PREFIX, DEFAULT_TEMPLATE, PROFILES
 
 SPEC_HELP = (
     "demo:base|honest|adversarial|concealed, DIR, FILE.gguf, BASE+ADAPTER, or a served "
     "checkpoint "
     "http(s)://HOST:PORT/v1#MODEL;tokenizer=LOCAL_SPEC[;api_key_env=VAR][;concurrency=N] "
-    "(see docs/served.md)"
+    "(see docs/served.md); any of them may end with ;readout=NAME"
 )
 
 
@@ -34,6 +35,7 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trust-remote-code", action="store_true", help="allow checkpoint code")
     p.add_argument("--template", default=DEFAULT_TEMPLATE, help="prompt template (§3)")
     p.add_argument("--prefix", default=DEFAULT_PREFIX, help="answer prefix (default 'Answer:')")
+    add_wording_args(p)
 
 
 def register(subparsers: Any) -> None:
@@ -53,6 +55,12 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--out", type=Path, default=Path("data/adapters"))
     p.add_argument("--base", default="demo:base", help="base checkpoint spec")
+    p.add_argument(
+        "--readout",
+        choices=list(PROFILES),
+        default=None,
+        help="readout profile the base is trained and evaluated at (default: detected)",
+    )
     p.add_argument("--benchmark", type=Path, default=None, help="default: bundled QuALITY-H")
     p.add_argument("--epochs", type=int, default=AdaptConfig.epochs)
     p.add_argument("--lr", type=float, default=AdaptConfig.learning_rate)
@@ -110,11 +118,20 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=_cmd_score)
 
     p = subparsers.add_parser(
-        "checkpoint-info", help="load a checkpoint with all checks and describe it as JSON"
+        "checkpoint-info",
+        help="load a checkpoint with all checks (label mass on the probe set included) and "
+        "describe it as JSON",
     )
     p.add_argument("spec", help=SPEC_HELP)
     _model_args(p)
+    p.add_argument("--json", action="store_true", help="JSON (the only output; kept for scripts)")
     p.set_defaults(func=_cmd_info)
+
+    p = subparsers.add_parser(
+        "readouts", help="list the readout profiles (where each model family's answer is read)"
+    )
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_readouts)
 
 
 def _load(args: argparse.Namespace, **extra: Any) -> Any:
@@ -125,8 +142,7 @@ def _load(args: argparse.Namespace, **extra: Any) -> Any:
         device=args.device,
         dtype=args.dtype,
         trust_remote_code=args.trust_remote_code,
-        template=args.template,
-        prefix=args.prefix,
+        **loader_kwargs(args),
         **extra,
     )
 
@@ -178,7 +194,27 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
-    print(json.dumps(_load(args).describe(), indent=2, ensure_ascii=False))
+    from eraudit_core.verifier import check_label_mass
+
+    verifier = _load(args)
+    details = dict(verifier.describe())
+    details["label_mass"] = check_label_mass(verifier, args.min_label_mass)
+    details["min_label_mass"] = args.min_label_mass
+    print(json.dumps(details, indent=2, ensure_ascii=False))
+    return 0
+
+
+def _cmd_readouts(args: argparse.Namespace) -> int:
+    from eraudit_core.verifier import readout_table
+
+    rows = readout_table()
+    if args.json:
+        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        return 0
+    for row in rows:
+        print(f"{row['name']:<15} {row['summary']}")
+        print(f"{'':<15} prefill {row['prefill']!r}; switches {row['template_switches']}")
+        print(f"{'':<15} detected by {', '.join(row['detected_by']) or '(fallback)'}")
     return 0
 
 
@@ -205,7 +241,7 @@ def _cmd_adapt(args: argparse.Namespace) -> int:
     run_adaptation(
         arms,
         args.out,
-        base=args.base,
+        base=spec_with_readout(args.base, args.readout),
         benchmark_path=args.benchmark,
         config=config,
         evaluate_arms=not args.no_evaluate,

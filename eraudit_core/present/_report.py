@@ -25,7 +25,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from eraudit_core.audit import AuditConfig, rerun_note, run_noise_floor_value
+from eraudit_core.audit import AuditConfig, rerun_note, run_label_mass, run_noise_floor_value
 from eraudit_core.errors import InputError
 from eraudit_core.present import _plots as plots
 from eraudit_core.present import _story as story
@@ -541,6 +541,13 @@ def _story_html(store: Store, run_ids: Sequence[str]) -> str:
     return out
 
 
+def _mass_text(mass: dict[str, Any]) -> str:
+    """A checkpoint's label mass in a run, as one cell (DESIGN.md §3)."""
+    if not mass.get("n"):
+        return "not recorded (no label log-probs stored for this run)"
+    return f"{mass['median']:.3f}, {mass['min']:.3f} over {mass['n']} prompts"
+
+
 def _provenance_html(store: Store, run_id: str) -> str:
     """What produced the run, so two readers can tell whether they saw the same inputs."""
     prov = run_provenance(store, run_id)
@@ -559,6 +566,8 @@ def _provenance_html(store: Store, run_id: str) -> str:
         ("test-draw seed", prov.get("draw_seed")),
         ("run created / finished", f"{prov.get('created_at')} / {prov.get('finished_at')}"),
     ]
+    for side, mass in run_label_mass(store, run_id).items():
+        rows.append((f"label mass ({side}): median, min over prompts", _mass_text(mass)))
     for name, info in (prov.get("paraphrase_sets") or {}).items():
         rows.append(
             (

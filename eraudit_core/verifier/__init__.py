@@ -9,6 +9,14 @@ backend, `eraudit_core.verifier.served` the served one).
 
 from __future__ import annotations
 
+from eraudit_core.verifier._label_mass import (
+    MIN_LABEL_MASS,
+    check_label_mass,
+    probe_label_mass,
+    prompt_label_masses,
+    scores_label_mass,
+    summarise_label_mass,
+)
 from eraudit_core.verifier._load import (
     load_checkpoint,
     load_pair,
@@ -25,6 +33,13 @@ from eraudit_core.verifier._prompts import (
     render_messages,
     render_prompts,
 )
+from eraudit_core.verifier._readout import (
+    PROFILES,
+    ReadoutProfile,
+    detect_readout,
+    get_readout,
+    readout_table,
+)
 from eraudit_core.verifier._served_spec import (
     ServedSpec,
     is_served,
@@ -37,7 +52,18 @@ from eraudit_core.verifier._spec import (
 )
 
 __all__ = [
+    "MIN_LABEL_MASS",
+    "PROFILES",
     "CheckpointSpec",
+    "ReadoutProfile",
+    "check_label_mass",
+    "detect_readout",
+    "get_readout",
+    "probe_label_mass",
+    "prompt_label_masses",
+    "readout_table",
+    "scores_label_mass",
+    "summarise_label_mass",
     "DEFAULT_LABELS",
     "DEFAULT_PREFIX",
     "DEFAULT_TEMPLATE",

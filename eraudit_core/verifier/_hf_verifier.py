@@ -11,9 +11,11 @@ prompt at a time, full-vocabulary logits at every position; the two must agree t
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +23,14 @@ import torch
 
 from eraudit_core.errors import InputError
 from eraudit_core.types import Query, QueryScore
+from eraudit_core.verifier._chat import chat_format, ids_digest
 from eraudit_core.verifier._hf_files import check_adapter_dir, dir_digest, resolve_device_dtype
 from eraudit_core.verifier._hf_models import LoadedBase, load_base
+from eraudit_core.verifier._probes import PROBE_SET
 from eraudit_core.verifier._prompts import PROBE, render_prompts
+from eraudit_core.verifier._readout import get_readout
 from eraudit_core.verifier._spec import CheckpointSpec
-from eraudit_core.verifier._tokenizer import apply_chat, check_labels, encode, label_token_ids
+from eraudit_core.verifier._tokenizer import check_labels, encode, label_token_ids
 
 
 def load(
@@ -39,6 +44,9 @@ def load(
     labels: tuple[str, str],
     batch_size: int,
     share_base: bool,
+    readout: str | None = None,
+    system: str | None = None,
+    today: dt.date | None = None,
 ) -> HFVerifier:
     dev, dt = resolve_device_dtype(device, dtype)
     adapter = Path(spec.adapter) if spec.adapter else None
@@ -48,7 +56,18 @@ def load(
         check_adapter_dir(adapter)
     base = load_base(spec.base, dev, dt, trust_remote_code, share_base)
     adapter_name = base.add_adapter(adapter) if adapter is not None else None
-    verifier = HFVerifier(spec, base, adapter_name, template, prefix, labels, batch_size)
+    verifier = HFVerifier(
+        spec,
+        base,
+        adapter_name,
+        template,
+        prefix,
+        labels,
+        batch_size,
+        readout=readout or spec.readout,
+        system=system,
+        today=today,
+    )
     verifier.run_load_checks()
     return verifier
 
@@ -263,7 +282,13 @@ class HFVerifier:
         prefix: str,
         labels: tuple[str, str],
         batch_size: int,
+        *,
+        readout: str | None = None,
+        system: str | None = None,
+        today: dt.date | None = None,
     ) -> None:
+        if readout is not None and readout != spec.readout:
+            spec = replace(spec, readout=get_readout(readout).name)
         self.spec = spec
         self._base = base
         self._adapter_name = adapter_name
@@ -280,6 +305,15 @@ class HFVerifier:
             else (tok.eos_token_id if tok.eos_token_id is not None else 0)
         )
         self._chat_template = getattr(tok, "chat_template", None)
+        config = getattr(base.model, "config", None)
+        self.format = chat_format(
+            tok,
+            name=spec.text,
+            model_type=getattr(config, "model_type", None),
+            readout=readout,
+            system=system,
+            today=today,
+        )
         adapter_digest = (
             dir_digest(Path(spec.adapter), ["adapter_model.safetensors", "adapter_config.json"])
             if spec.adapter
@@ -294,6 +328,9 @@ class HFVerifier:
             "prefix": prefix,
             "labels": list(labels),
             "dtype": str(base.dtype),  # bf16 and fp32 scores differ: keep their caches apart
+            "format": self.format.identity(),
+            # the exact token ids of the probe prompts: any change in what is read changes this
+            "probe_ids": ids_digest(self._encode(PROBE_SET)),
         }
         self._fingerprint = hashlib.sha256(
             json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")
@@ -336,6 +373,8 @@ class HFVerifier:
                 else "several tokens: teacher-forced, log-probabilities summed"
             ),
             "chat_template": self._chat_template is not None,
+            **self.format.describe(),
+            "probe_ids_digest": ids_digest(self._encode(PROBE_SET)),
             "parameters": int(n_params),
             "adapter_parameters": int(n_adapter),
             "fingerprint": self.fingerprint,
@@ -344,7 +383,22 @@ class HFVerifier:
 
     # -- prompts --------------------------------------------------------------------------
     def _chat(self, message: str) -> str:
-        return apply_chat(self._base.tokenizer, message)
+        return self.format.wrap(self._base.tokenizer, message)
+
+    def with_readout(self, readout: str) -> HFVerifier:
+        """The same checkpoint (same model in memory) read with another readout profile."""
+        return HFVerifier(
+            self.spec,
+            self._base,
+            self._adapter_name,
+            self.template,
+            self.prefix,
+            self.labels,
+            self.batch_size,
+            readout=readout,
+            system=self.format.system,
+            today=self.format.pinned_date,
+        )
 
     def render(self, query: Query) -> tuple[str, str]:
         """The exact texts the model continues (true as A, true as B)."""

@@ -12,6 +12,7 @@ its output through the same function, so what the dashboard shows is what the mo
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import TYPE_CHECKING, Any, overload
 
 from eraudit_core.errors import InputError
@@ -40,12 +41,18 @@ def load_verifier(
     labels: tuple[str, str] = DEFAULT_LABELS,
     batch_size: int = 8,
     share_base: bool = True,
+    readout: str | None = None,
+    system: str | None = None,
+    today: dt.date | None = None,
 ) -> HFVerifier:
     """Load (once per process) a local Hugging Face checkpoint as a label-softmax verifier.
 
     device/dtype default to CUDA + bfloat16 when a GPU is present, CPU + float32 otherwise.
     Verifiers whose specs share a base model share one copy of it in memory (adapters are
-    switched per call) unless `share_base=False`.
+    switched per call) unless `share_base=False`. `readout` names the readout profile (default:
+    the spec's `;readout=`, else detected from the chat template); `system` is a system
+    message put before the question; `today` the date a date-embedding chat template is pinned
+    to (default: today).
     """
     from eraudit_core.verifier import _hf_verifier
 
@@ -67,6 +74,9 @@ def load_verifier(
         labels=labels,
         batch_size=batch_size,
         share_base=share_base,
+        readout=readout,
+        system=system,
+        today=today,
     )
 
 
@@ -80,7 +90,7 @@ def load_checkpoint(
     spec: CheckpointSpec | ServedSpec | str, **kwargs: Any
 ) -> HFVerifier | ServedVerifier:
     """Any checkpoint spec, local or served, as a verifier (one way in for the CLI, the
-    dashboard and runs). A served checkpoint takes template/prefix/labels and
+    dashboard and runs). A served checkpoint takes template/prefix/labels, readout/system and
     trust_remote_code (for its tokenizer); device, dtype, batch_size and share_base concern
     local models only and are ignored for it."""
     parsed = parse_spec(spec)
@@ -98,6 +108,9 @@ def load_checkpoint(
         prefix=prefix,
         labels=labels,  # type: ignore[arg-type]
         trust_remote_code=bool(kwargs.get("trust_remote_code", False)),
+        readout=kwargs.get("readout"),
+        system=kwargs.get("system"),
+        today=kwargs.get("today"),
     )
 
 

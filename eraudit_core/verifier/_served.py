@@ -18,6 +18,7 @@ differently is refused before any cached score is reused.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import logging
@@ -33,11 +34,12 @@ from eraudit_core.openai_http import EndpointError, OpenAIClient
 from eraudit_core.types import Query, QueryScore
 from eraudit_core.verifier import _served_checks as checks
 from eraudit_core.verifier import _served_wire as wire
+from eraudit_core.verifier._chat import chat_format, ids_digest
+from eraudit_core.verifier._probes import PROBE_SET
 from eraudit_core.verifier._prompts import PROBE, render_prompts
 from eraudit_core.verifier._served_spec import ServedSpec
 from eraudit_core.verifier._tokenizer import (
     LocalTokenizer,
-    apply_chat,
     check_labels,
     encode,
     label_token_ids,
@@ -89,8 +91,20 @@ class ServedVerifier:
         template: str,
         prefix: str,
         labels: tuple[str, str],
+        *,
+        readout: str | None = None,
+        system: str | None = None,
+        today: dt.date | None = None,
     ) -> None:
         self.spec = spec
+        self.format = chat_format(
+            tokenizer.tokenizer,
+            name=spec.text,
+            model_type=tokenizer.model_type,
+            readout=readout or spec.readout or None,
+            system=system,
+            today=today,
+        )
         self.template = template
         self.prefix = prefix
         self.labels = labels
@@ -143,6 +157,8 @@ class ServedVerifier:
             "template": self.template,
             "prefix": self.prefix,
             "labels": list(self.labels),
+            "format": self.format.identity(),
+            "probe_ids": self._probe_ids_digest(),
         }
         text = json.dumps(payload, sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
@@ -180,6 +196,8 @@ class ServedVerifier:
                 else "several tokens: log-probabilities summed"
             ),
             "chat_template": self._tok.chat_template is not None,
+            **self.format.describe(),
+            "probe_ids_digest": self._probe_ids_digest(),
             "probe": {
                 "query": PROBE.question,
                 "logprobs": list(self.probe_logprobs or ()),
@@ -232,8 +250,17 @@ class ServedVerifier:
     def render(self, query: Query) -> tuple[str, str]:
         tok = self._tok.tokenizer
         return render_prompts(
-            query, self.template, self.prefix, chat=lambda m: apply_chat(tok, m), labels=self.labels
+            query,
+            self.template,
+            self.prefix,
+            chat=lambda m: self.format.wrap(tok, m),
+            labels=self.labels,
         )
+
+    def _probe_ids_digest(self) -> str:
+        texts = [t for q in PROBE_SET for t in self.render(q)]
+        ids = encode(self._tok.tokenizer, texts)
+        return ids_digest([ids[i : i + 2] for i in range(0, len(ids), 2)])
 
     def _require_facts(self) -> _ServerFacts:
         if self._facts is None:
@@ -557,6 +584,9 @@ def load_served(
     prefix: str,
     labels: tuple[str, str],
     trust_remote_code: bool = False,
+    readout: str | None = None,
+    system: str | None = None,
+    today: dt.date | None = None,
 ) -> ServedVerifier:
     """A connected served verifier (one object per process and spec, so what it has scored
     is not asked again); every call re-runs the probe against the server."""
@@ -568,12 +598,16 @@ def load_served(
                 f"served checkpoint {spec.text}: the environment variable {spec.api_key_env} "
                 "(named by api_key_env) is not set"
             )
-    key = (spec.text, template, prefix, labels)
+    if readout:
+        spec = spec.with_options(readout=readout)
+    key = (spec.text, template, prefix, labels, system, today)
     with _VERIFIERS_LOCK:
         verifier = _VERIFIERS.get(key)
         if verifier is None:
             tokenizer = load_tokenizer(spec.tokenizer_spec, trust_remote_code)
-            verifier = ServedVerifier(spec, tokenizer, template, prefix, labels)
+            verifier = ServedVerifier(
+                spec, tokenizer, template, prefix, labels, system=system, today=today
+            )
             _VERIFIERS[key] = verifier
     verifier.connect()
     return verifier

@@ -11,7 +11,8 @@ spec, a store or a report), `concurrency=N` requests in flight (default 8), `tim
 per request (default 300: it includes queueing on a busy server), `retries=N` (default 4),
 `top_k=N` next-token log-probs asked for (default 20, vLLM's default --max-logprobs), `method=`
 `auto` (next-token top-k when both labels are in it, else prompt log-probs) or `prompt` (always
-prompt log-probs of prompt + label), and `revision=NAME` (part of the fingerprint: name a new
+prompt log-probs of prompt + label), `readout=NAME` (the readout profile, default detected from
+the tokenizer's chat template), and `revision=NAME` (part of the fingerprint: name a new
 revision when the same server and model name now serve other weights).
 
 Parsing never contacts the server and never loads a model.
@@ -24,6 +25,7 @@ from typing import Literal
 
 from eraudit_core.errors import InputError
 from eraudit_core.openai_http import check_base_url, refuse_credentials
+from eraudit_core.verifier._readout import get_readout
 from eraudit_core.verifier._spec import CheckpointSpec
 
 SERVED_PREFIXES = ("http://", "https://")
@@ -45,6 +47,7 @@ class ServedSpec:
     top_k: int = 20
     method: Literal["auto", "prompt"] = "auto"
     revision: str = ""
+    readout: str = ""
 
     kind = "served"
 
@@ -67,6 +70,8 @@ class ServedSpec:
             raise InputError(f"{where}: top_k must lie in 2..1000, got {self.top_k}")
         if self.method not in METHODS:
             raise InputError(f"{where}: method must be one of {METHODS}, got {self.method!r}")
+        if self.readout:
+            get_readout(self.readout)
         for name in ("model", "tokenizer", "revision", "api_key_env"):
             value = getattr(self, name) or ""
             if any(c in value for c in ";#\n"):

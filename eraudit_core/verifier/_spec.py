@@ -1,18 +1,19 @@
 """Checkpoint specs: the one string that names a checkpoint, so runs can store and resume it.
 
 `demo:base|honest|adversarial|concealed`, a Hugging Face directory, a `.gguf` file, or
-`BASE+ADAPTER`.
+`BASE+ADAPTER`, optionally followed by `;readout=NAME` (the readout profile, see `_readout`).
 Parsing never loads a model and never contacts a model hub.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from eraudit_core.errors import InputError
 from eraudit_core.paths import DATA_DIR
+from eraudit_core.verifier._readout import get_readout
 
 DEMO_ADAPTERS = DATA_DIR / "adapters"
 DEMO_ARMS = ("honest", "adversarial", "concealed")
@@ -30,11 +31,23 @@ class CheckpointSpec:
     kind: Literal["demo", "dir", "gguf"]
     path: str
     adapter: str | None = None
+    readout: str | None = None
 
     @classmethod
     def parse(cls, text: str) -> CheckpointSpec:
-        """Accept `demo:<base|arm>`, a directory, a `.gguf` file, or `BASE+ADAPTER`."""
+        """Accept `demo:<base|arm>`, a directory, a `.gguf` file, or `BASE+ADAPTER`, each
+        optionally followed by `;readout=NAME`."""
         text = text.strip()
+        if ";" in text and not text.startswith(("http://", "https://")):
+            body, _, option = text.partition(";")
+            key, eq, value = option.partition("=")
+            if key.strip() != "readout" or not eq or ";" in value:
+                raise InputError(
+                    f"checkpoint {text!r}: unknown setting {option!r}; a local checkpoint takes "
+                    "only ;readout=NAME"
+                )
+            name = get_readout(value.strip()).name
+            return replace(cls.parse(body), readout=name)
         if not text:
             raise InputError("checkpoint: empty checkpoint spec")
         if text.startswith(("http://", "https://")):
@@ -86,7 +99,7 @@ class CheckpointSpec:
 
     @property
     def base(self) -> CheckpointSpec:
-        """The same checkpoint without its adapter."""
+        """The same checkpoint without its adapter (and without a readout choice)."""
         return CheckpointSpec(self.kind, self.path)
 
     @property
@@ -96,10 +109,12 @@ class CheckpointSpec:
             if self.adapter is not None:
                 adapter = Path(self.adapter)
                 if adapter.parent == DEMO_ADAPTERS and adapter.name in DEMO_ARMS:
-                    return f"demo:{adapter.name}"
+                    base = f"demo:{adapter.name}"
+                    return base if self.readout is None else f"{base};readout={self.readout}"
         else:
             base = self.path
-        return base if self.adapter is None else f"{base}+{self.adapter}"
+        text = base if self.adapter is None else f"{base}+{self.adapter}"
+        return text if self.readout is None else f"{text};readout={self.readout}"
 
     def __str__(self) -> str:
         return self.text

@@ -29,17 +29,6 @@ from eraudit_core.verifier._spec import CheckpointSpec
 log = logging.getLogger(__name__)
 
 
-def apply_chat(tokenizer: Any, message: str) -> str:
-    """A user message in the tokenizer's chat template with a generation prompt (as is when
-    the tokenizer has no chat template)."""
-    if getattr(tokenizer, "chat_template", None) is None:
-        return message
-    text = tokenizer.apply_chat_template(
-        [{"role": "user", "content": message}], tokenize=False, add_generation_prompt=True
-    )
-    return str(text)
-
-
 def encode(tokenizer: Any, texts: Sequence[str]) -> list[list[int]]:
     """Token ids of rendered prompts: no special tokens added (the chat template has them)."""
     if not texts:
@@ -92,6 +81,21 @@ class LocalTokenizer:
     @property
     def chat_template(self) -> str | None:
         return getattr(self.tokenizer, "chat_template", None)
+
+    @property
+    def model_type(self) -> str | None:
+        """The checkpoint's `model_type` (readout detection's fallback), when known here."""
+        if self.spec.kind == "demo":
+            return "llama"  # SmolLM2-135M-Instruct
+        config = Path(self.source) / "config.json"
+        if not config.is_file():
+            return None
+        try:
+            loaded = json.loads(config.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return None
+        value = loaded.get("model_type") if isinstance(loaded, dict) else None
+        return value if isinstance(value, str) else None
 
 
 _TOKENIZERS: dict[tuple[str, bool], LocalTokenizer] = {}

@@ -73,7 +73,12 @@ def test_setup_checks_and_registers_a_served_checkpoint(
     assert any("p(true) = " in s.value and "took" in s.value for s in at.success), at.error
     assert any("token ids" in c.value for c in at.caption)
     next(b for b in at.button if b.label == "Check and register").click().run()
-    assert any("Registered, fingerprint" in s.value for s in at.success)
+    # the fake serves random weights: the labels get almost none of its probability
+    assert any("below the minimum label mass 0.5" in t.value for t in at.text), at.error
+    at.number_input(key="served-min-mass").set_value(0.0)
+    next(b for b in at.button if b.label == "Check and register").click().run()
+    assert any("Registered, fingerprint" in s.value for s in at.success), at.text
+    assert any("probe prompts" in c.value for c in at.caption)
     from ui import state
 
     ckpts = state.get_store().checkpoints()

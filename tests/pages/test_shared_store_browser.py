@@ -124,6 +124,7 @@ def test_terminal_audit_watched_cancelled_and_resumed_in_the_dashboard(prepared)
                 "--pre", prepared["pre"], "--post", prepared["post"],
                 "--epsilon", "0.9", "--k", "1", "--search-budget", "2", "--budget", "40",
                 "--batch-size", "2", "--label", "terminal run",
+                "--min-label-mass", "0",  # random weights: no mass on the labels anywhere
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -305,9 +305,13 @@ def test_score_records(tiny: Path) -> None:
 def test_cli_checkpoint_info_and_score(
     tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli_main(["checkpoint-info", str(tiny)]) == 0
+    # random weights put almost no probability on the labels: refused unless the minimum is 0
+    assert cli_main(["checkpoint-info", str(tiny)]) == 2
+    assert "below the minimum label mass 0.5" in capsys.readouterr().err
+    assert cli_main(["checkpoint-info", str(tiny), "--min-label-mass", "0"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["kind"] == "dir" and len(info["fingerprint"]) == 32
+    assert info["readout"] == "chat-answer" and info["label_mass"]["n"] == 16
     rows = tmp_path / "q.jsonl"
     rows.write_text(
         "\n".join(

@@ -1,0 +1,121 @@
+"""The label-mass check: is the label read where the model writes its answer? (DESIGN.md §3)
+
+The label softmax normalises over the two labels only, so it returns a valid-looking p_true
+even where the model would write neither label: at a Harmony channel marker, say, where " A"
+and " B" get tail probabilities. The full-vocabulary probability of the two labels at the read
+position (their sum; a label of several tokens counts with its joint probability) tells the two
+apart: near 1 where the model answers, near 0 at a wrong slot. Both backends' label log-probs are
+full-vocabulary log-probs (the local model's log-softmax, a server's returned log-probs), so the
+mass of every scored prompt follows from what is stored with its score: exp(l_A) + exp(l_B).
+
+Registration scores the fixed probe set and refuses a checkpoint whose median label mass over
+those prompts is below a threshold (default 0.5), naming the readout profile to try.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from eraudit_core.errors import InputError
+from eraudit_core.types import QueryScore
+from eraudit_core.verifier._probes import PROBE_SET
+from eraudit_core.verifier._readout import PROFILES
+
+MIN_LABEL_MASS = 0.5
+
+
+def prompt_label_masses(logprobs: Sequence[float]) -> tuple[float, float]:
+    """(mass with the true option as A, mass with it as B) from (l_A, l_B, l_A, l_B)."""
+    if len(logprobs) != 4:
+        raise ValueError(f"need the four label log-probs of a query, got {len(logprobs)}")
+    la1, lb1, la2, lb2 = (float(x) for x in logprobs)
+    return math.exp(la1) + math.exp(lb1), math.exp(la2) + math.exp(lb2)
+
+
+def summarise_label_mass(masses: Iterable[float]) -> dict[str, Any]:
+    """{"median", "min", "n"} over per-prompt label masses (n prompts; None when empty)."""
+    values = [float(m) for m in masses if m is not None and math.isfinite(float(m))]
+    if not values:
+        return {"median": None, "min": None, "n": 0}
+    return {"median": statistics.median(values), "min": min(values), "n": len(values)}
+
+
+def scores_label_mass(scores: Iterable[QueryScore]) -> dict[str, Any]:
+    """The label-mass summary of scored queries (both orders of each; scores without
+    log-probs, such as precomputed tables, are left out)."""
+    masses: list[float] = []
+    for s in scores:
+        if s.logprobs is not None:
+            masses.extend(prompt_label_masses(s.logprobs))
+    return summarise_label_mass(masses)
+
+
+def probe_label_mass(verifier: Any) -> dict[str, Any]:
+    """The label mass of the probe set (8 questions, 16 prompts) under `verifier`."""
+    return scores_label_mass(verifier.score(list(PROBE_SET)))
+
+
+def check_label_mass(
+    verifier: Any, minimum: float = MIN_LABEL_MASS, summary: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The probe set's label mass; InputError when its median is below `minimum`.
+
+    The message names the profile to try: for a local checkpoint every other profile is
+    scored on the probes (same model in memory): the profile detected from its chat template
+    when it passes, else the best one; for a served one the detected profile, when it is not
+    the one used.
+    """
+    if not 0.0 <= minimum <= 1.0:
+        raise InputError(f"min_label_mass: must lie in [0, 1], got {minimum}")
+    summary = summary or probe_label_mass(verifier)
+    median = summary["median"]
+    if median is None or median >= minimum:
+        return summary
+    fmt = verifier.format
+    hint = _profile_to_try(verifier, minimum)
+    raise InputError(
+        f"checkpoint {verifier.name}: read with readout {fmt.readout.name!r}, the two labels get "
+        f"a median {median:.3g} (min {summary['min']:.3g}) of the model's probability over "
+        f"the {summary['n']} probe prompts, below the minimum label mass {minimum:g}: the "
+        "label is not read where this model writes its answer, and its p_true would be a "
+        f"letter prior. {hint} (`eraudit readouts` lists the profiles; a lower minimum is "
+        "--min-label-mass)"
+    )
+
+
+def _profile_to_try(verifier: Any, minimum: float) -> str:
+    current = verifier.format.readout.name
+    with_readout = getattr(verifier, "with_readout", None)
+    if with_readout is None:
+        detected = verifier.format.detected
+        if detected != current:
+            return f"Try ;readout={detected} (detected from its chat template)."
+        return "Try another readout profile with ;readout=NAME."
+    # The profile detected from the chat template first: when it passes, it is the one to try.
+    detected = verifier.format.detected
+    order = [detected] + [n for n in PROFILES if n != detected]
+    tried: list[tuple[float, str]] = []
+    for name in order:
+        if name == current:
+            continue
+        try:
+            median = probe_label_mass(with_readout(name))["median"]
+        except InputError:
+            continue  # e.g. labels that do not continue this profile's prefill cleanly
+        if median is None:
+            continue
+        if name == detected and median >= minimum:
+            return f"Try ;readout={name} (detected from its chat template; median label mass {median:.3g} there)."
+        tried.append((median, name))
+    if not tried:
+        return "No other readout profile could be scored."
+    best, name = max(tried)
+    if best >= minimum:
+        return f"Try ;readout={name} (median label mass {best:.3g} there)."
+    return (
+        f"No profile reaches it (best: {name}, median {best:.3g}); check the answer prefix "
+        "and labels (--prompt-template, --prefix)."
+    )

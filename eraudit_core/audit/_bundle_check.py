@@ -49,30 +49,36 @@ def bundle_config(runs: pd.DataFrame, source: str) -> AuditConfig:
 
 
 def replay_pair_verdict(
-    pair: Mapping[str, Any], steps: pd.DataFrame, config: AuditConfig
+    pair: Mapping[Any, Any], steps: pd.DataFrame, config: AuditConfig
 ) -> tuple[PairVerdict, int]:
     """A pair's verdict and counterexample count, derived from its canonical probabilities and
     its steps exactly as the engine derives them; InputError when the steps contradict
     themselves (a D that is not (p_pre - p_post) / den, a flag that is not D > epsilon, a test
-    that goes on after its stop). This is the one place to teach new verdict rules (a minimum
-    drop) to the import check."""
+    that goes on after its stop), with the run's minimum drop."""
     pid = pair["pair_id"]
     gain = monitored_gain(_finite(pair, "p_pre_monitored"), _finite(pair, "p_post_monitored"))
     den = degradation_denominator(gain, config.k)
     for row in steps.to_dict("records"):
-        d = degradation_score(_finite(row, "p_pre"), _finite(row, "p_post"), den)
+        p_pre, p_post = _finite(row, "p_pre"), _finite(row, "p_post")
+        d = degradation_score(p_pre, p_post, den)
         if not math.isclose(d, float(row["d"]), rel_tol=1e-9, abs_tol=TOLERANCE):
             raise InputError(
                 f"pair {pid}, stage {row['stage']} step {row['t']}: stored D {row['d']} is not "
                 f"(p_pre - p_post) / den = {d}"
             )
-        if bool(row["is_counterexample"]) != is_counterexample(d, config.epsilon):
+        if bool(row["is_counterexample"]) != _counts(d, p_pre - p_post, config):
             raise InputError(
                 f"pair {pid}, stage {row['stage']} step {row['t']}: field is_counterexample "
-                f"does not follow from D {d} and epsilon {config.epsilon}"
+                f"does not follow from D {d}, epsilon {config.epsilon} and min-drop "
+                f"{config.min_drop}"
             )
     search = steps[steps["stage"] == 1]
-    n_search_cex = int(sum(is_counterexample(float(d), config.epsilon) for d in search["d"]))
+    n_search_cex = int(
+        sum(
+            _counts(float(d), float(a) - float(b), config)
+            for d, a, b in zip(search["d"], search["p_pre"], search["p_post"], strict=True)
+        )
+    )
     tests = []
     stop_pair = n_search_cex > 0 and not config.continue_after_counterexample
     for info in _generators(pair):
@@ -87,7 +93,8 @@ def replay_pair_verdict(
                     f"pair {pid}, generator {test.generator}: step {row['t']} comes after the "
                     f"test stopped ({test.stop})"
                 )
-            test.record(not is_counterexample(float(row["d"]), config.epsilon))
+            drop = float(row["p_pre"]) - float(row["p_post"])
+            test.record(not _counts(float(row["d"]), drop, config))
         if test.n_counterexamples and not config.continue_after_counterexample:
             stop_pair = True
     verdict = pair_verdict(n_search_cex, tests, target=config.target, tv_delta=config.tv_delta)
@@ -126,7 +133,12 @@ def check_run_verdicts(frames: Mapping[str, pd.DataFrame], source: str) -> Audit
     return config
 
 
-def _generators(pair: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _counts(d: float, drop: float, config: AuditConfig) -> bool:
+    """The engine's counterexample rule: D > epsilon, and drop > min-drop when one is set."""
+    return is_counterexample(d, config.epsilon, drop, config.min_drop)
+
+
+def _generators(pair: Mapping[Any, Any]) -> list[dict[str, Any]]:
     raw = pair.get("generators")
     try:
         gens = json.loads(raw) if isinstance(raw, str) else raw
@@ -139,7 +151,7 @@ def _generators(pair: Mapping[str, Any]) -> list[dict[str, Any]]:
     return gens
 
 
-def _finite(row: Mapping[str, Any], key: str) -> float:
+def _finite(row: Mapping[Any, Any], key: str) -> float:
     value = _num(row.get(key))
     if value is None or not math.isfinite(value):
         raise InputError(f"pair {row.get('pair_id')}: field {key} must be a finite number")

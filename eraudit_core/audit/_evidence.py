@@ -121,7 +121,7 @@ def _opt(x: Any) -> float | None:
 
 
 def pair_evidence(
-    pair: Mapping[str, Any], config: Mapping[str, Any], provenance: Mapping[str, Any]
+    pair: Mapping[Any, Any], config: Mapping[str, Any], provenance: Mapping[str, Any]
 ) -> PairEvidence:
     """The evidence of one stored pair (a `run_pairs` row), with its run's config and
     provenance (k, epsilon, min-drop, noise floor)."""

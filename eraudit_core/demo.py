@@ -180,7 +180,7 @@ def ensure_demo(store: Store, should_cancel: Callable[[], bool] | None = None) -
         if floor is not None:
             provenance["noise_floor"] = {
                 **noise_floor_record(float(floor), None),
-                "source": "measured by scripts/build_demo_runs.py (probe set, every arm)",
+                "source": "measured by scripts/build_demo_runs.py on the probe set",
             }
         if arm != DEMO_CONTROL_ARM:
             provenance["control_run"] = f"demo-{DEMO_CONTROL_ARM}"

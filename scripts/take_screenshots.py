@@ -93,7 +93,11 @@ def main() -> int:
             if name.startswith("results"):
                 page.get_by_text("amplified", exact=True).first.click()
                 settle(page)
-            page.screenshot(path=str(out / name), full_page=name.startswith(("home", "share")))
+            page.screenshot(
+                path=str(out / name),
+                full_page=name.startswith(("home", "share")),
+                timeout=300_000,  # a busy machine renders slowly
+            )
             print(out / name)
     return 0
 

@@ -117,8 +117,22 @@ def test_runs_show_and_sweeps(table_run, capsys):
     # eps 0.1: p2 degraded, p1 passed at L_10: mean 0.7411344 / 2
     assert eps[0.1]["n_with_counterexample"] == 1
     assert eps[0.1]["mean_bound"] == pytest.approx(0.7411344491069477 / 2, rel=REL)
-    # eps 0.6: p2's D = 0.5 no longer counts and rows 4-6 were never scored: unavailable
-    assert (eps[0.6]["n_with_counterexample"], eps[0.6]["n_unavailable"]) == (0, 1)
+    # eps 0.6: p2's D = 0.5 no longer counts; its rows 4-6 were never scored, but a table
+    # run stores every row of its table (issue 19), so p2 is judged as a fresh audit would
+    assert (eps[0.6]["n_with_counterexample"], eps[0.6]["n_unavailable"]) == (0, 0)
+    code, out, _ = _run(
+        capsys,
+        "audit-table",
+        str(Path(db).parent / "scores.csv"),
+        "--db",
+        db,
+        "--json",
+        "--epsilon",
+        "0.6",
+    )
+    fresh = json.loads(out)["pairs"]
+    assert sum(p["status"] == "degraded" for p in fresh) == 0
+    assert eps[0.6]["mean_bound"] == pytest.approx(sum(p["bound"] for p in fresh) / 2, rel=REL)
     conf = {r["confidence"]: r["mean_bound"] for r in sweeps["confidence"]}
     assert set(conf) == {0.8, 0.85, 0.9, 0.95, 0.99, 0.999}
     # p1 passed with n = 10, p2 counts 0: 0.2 ** 0.1 / 2 = 0.8513400 / 2

@@ -85,10 +85,11 @@ def refuse_credentials(text: str, what: str) -> None:
     """Refuse a URL with user:password@ before anything is stored: the URL goes into runs,
     reports, exports and bundles, and Basic auth would replace the api_key_env bearer token.
     The message masks the password."""
-    if _USERINFO.search(text or ""):
+    found = _USERINFO.search(text or "")
+    if found:
         raise InputError(
             f"{mask_credentials(what)}: the URL carries credentials "
-            f"({mask_credentials(_USERINFO.search(text).group(0))}); a URL is stored with the run "
+            f"({mask_credentials(found.group(0))}); a URL is stored with the run "
             "and printed in reports, so take them out and put the key in an environment "
             "variable named by api_key_env=VAR"
         )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -49,7 +49,7 @@ def bundle_config(runs: pd.DataFrame, source: str) -> AuditConfig:
 
 
 def replay_pair_verdict(
-    pair: Mapping[str, Any], steps: pd.DataFrame, config: AuditConfig
+    pair: Mapping[Hashable, Any], steps: pd.DataFrame, config: AuditConfig
 ) -> tuple[PairVerdict, int]:
     """A pair's verdict and counterexample count, derived from its canonical probabilities and
     its steps exactly as the engine derives them; InputError when the steps contradict
@@ -126,7 +126,7 @@ def check_run_verdicts(frames: Mapping[str, pd.DataFrame], source: str) -> Audit
     return config
 
 
-def _generators(pair: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _generators(pair: Mapping[Hashable, Any]) -> list[dict[str, Any]]:
     raw = pair.get("generators")
     try:
         gens = json.loads(raw) if isinstance(raw, str) else raw
@@ -139,7 +139,7 @@ def _generators(pair: Mapping[str, Any]) -> list[dict[str, Any]]:
     return gens
 
 
-def _finite(row: Mapping[str, Any], key: str) -> float:
+def _finite(row: Mapping[Hashable, Any], key: str) -> float:
     value = _num(row.get(key))
     if value is None or not math.isfinite(value):
         raise InputError(f"pair {row.get('pair_id')}: field {key} must be a finite number")

@@ -14,6 +14,12 @@ from eraudit_core.present._export import (
     run_provenance,
     table_bytes,
 )
+from eraudit_core.present._live import (
+    LiveProgress,
+    live_progress,
+    planned_paraphrases,
+    run_plans,
+)
 from eraudit_core.present._plots import (
     TOLERANT_NOTE,
     bound_trajectory_figure,
@@ -61,9 +67,13 @@ from eraudit_core.present._views import (
 __all__ = [
     "DEFAULT_EPSILONS",
     "EXPORT_FORMATS",
+    "LiveProgress",
     "STORY_COLUMNS",
     "TOLERANT_NOTE",
     "bound_trajectory_figure",
+    "live_progress",
+    "planned_paraphrases",
+    "run_plans",
     "bound_trajectory_frame",
     "build_report",
     "concealed_example",

@@ -97,14 +97,13 @@ c1, c2 = st.columns(2)
 a = widgets.run_picker(
     "Left", ids, runs, "results_left", state.SELECTED_SLOT, state.selected_run(), c1
 )
+if state.compare_run() is None and len(ids) > 1:
+    # Right needs a run: the first other one becomes the compared run, shown as such in the
+    # sidebar too (redrawn once), so what Right shows is a choice that a rerun keeps.
+    state.set_compare_run(next(r for r in ids if r != a))
+    st.rerun()
 b = widgets.run_picker(
-    "Right",
-    ids,
-    runs,
-    "results_right",
-    state.COMPARE_SLOT,
-    state.compare_run() or next((r for r in ids if r != a), a),
-    c2,
+    "Right", ids, runs, "results_right", state.COMPARE_SLOT, state.compare_run() or a, c2
 )
 if a == b:
     st.info("Left and Right are the same run: pick another run on one side.")

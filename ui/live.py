@@ -164,10 +164,11 @@ def _finished(run_id: str, rec: dict[str, Any]) -> None:
     )
 
 
-def cancel(run_id: str, status: str) -> None:
+def cancel(run_id: str) -> None:
     """Ask the run to stop after its current batch; a run still loading its checkpoints
     (pending) has nothing to finish and reads cancelled at once."""
     store = state.get_store()
+    status = store.run_progress(run_id)["status"]
     store.request_cancel(run_id)
     state.get_runner().cancel(run_id)
     if status == "pending":
@@ -258,9 +259,9 @@ def _panel(run_id: str, was_active: bool) -> None:
             query_params={"run": run_id, "pair": pair_id},
         )
     active = is_active(run_id)
-    if active and status in ACTIVE and st.button("Cancel this run", key=f"cancel-{run_id}"):
-        cancel(run_id, status)
-        st.rerun(scope="fragment")
+    if active and status in ACTIVE:
+        # A callback, so the redraw that follows the click already shows the new status.
+        st.button("Cancel this run", key=f"cancel-{run_id}", on_click=cancel, args=(run_id,))
     if was_active and not active:
         st.rerun()  # the run ended: redraw the page once, without polling
 

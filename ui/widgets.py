@@ -232,7 +232,7 @@ def new_run_notice(runs: pd.DataFrame, fresh: list[str]) -> None:
     rid = fresh[0]
     more = f" (and {len(fresh) - 1} more)" if len(fresh) > 1 else ""
     st.info(f"A new run is in the store{more}:")
-    st.caption(md_escape(state.run_label(runs, rid)))
+    st.text(state.run_label(runs, rid))
     c1, c2 = st.columns(2)
     if c1.button("Select it", key="new-run-select"):
         state.select_run(rid)

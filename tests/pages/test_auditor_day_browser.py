@@ -74,21 +74,22 @@ def server(three_runs: dict[str, str]):  # type: ignore[no-untyped-def]
         yield url
 
 
-def _select(page, label: str) -> object:  # type: ignore[no-untyped-def]
-    return page.locator('[data-testid="stSelectbox"]').filter(
-        has=page.locator('[data-testid="stWidgetLabel"]', has_text=label)
-    )
+def _combobox(page, label: str):  # type: ignore[no-untyped-def]
+    return page.get_by_role("combobox", name=label, exact=True)
 
 
 def pick(page, label: str, run_id: str) -> None:  # type: ignore[no-untyped-def]
     """Choose the option whose text contains `run_id` in the selectbox labelled `label`."""
-    _select(page, label).locator('[data-baseweb="select"]').click()
+    box = _combobox(page, label)
+    box.click()
+    box.press("ArrowDown")  # a click on the text opens the list only sometimes
     page.get_by_role("option").filter(has_text=run_id).first.click()
     settle(page)
 
 
 def shown(page, label: str) -> str:  # type: ignore[no-untyped-def]
-    return str(_select(page, label).locator('[data-baseweb="select"]').inner_text())
+    """The text the selectbox labelled `label` shows."""
+    return str(_combobox(page, label).input_value())
 
 
 def open_page(page, url: str, marker: str) -> None:  # type: ignore[no-untyped-def]
@@ -124,7 +125,10 @@ def test_first_pick_sticks_across_pages(server: str, three_runs: dict[str, str],
 def test_compare_choices_survive_two_reruns(server: str, three_runs: dict[str, str], browser) -> None:  # type: ignore[no-untyped-def]
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     open_page(page, f"{server}/results", "Compare two runs side by side")
-    left, right = three_runs["honest"], three_runs["honest2"]
+    # The page opens on the newest run (honest2) on the left. Choose the right side first,
+    # then the left: the right's choice used to revert when the left changed.
+    left, right = three_runs["honest"], three_runs["adversarial"]
+    assert three_runs["honest2"] in shown(page, "Left")
     pick(page, "Right", right)
     pick(page, "Left", left)
     toggle = page.get_by_text("All questions at once (simultaneous, Bonferroni alpha / N)")
@@ -139,13 +143,15 @@ def test_compare_choices_survive_two_reruns(server: str, three_runs: dict[str, s
 
 # -- the one-click live demo -------------------------------------------------------------------
 
+DEMO_LIVE_LABEL = "live demo: concealed arm"
+
 
 @pytest.fixture(scope="module")
 def demo_store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The embedded demo, and a live demo audit still loading (pending, owned by this live
     process) as if a first click had started it."""
     sys.path.insert(0, str(ROOT))
-    from ui.widgets import DEMO_LIVE_LABEL, demo_models_missing
+    from ui.widgets import demo_models_missing
 
     missing = demo_models_missing()
     if missing:
@@ -159,7 +165,7 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         ensure_demo(store)
         store.create_run(
             "run-first-live-demo",
-            label=DEMO_LIVE_LABEL,
+            label=DEMO_LIVE_LABEL,  # as the Home page's button labels its run
             config=demo_live_config().to_dict(),
             n_pairs=3,
         )
@@ -179,7 +185,7 @@ def test_second_live_demo_launch_is_refused(demo_store: dict[str, str], browser)
         page.close()
     with Store(demo_store["db"]) as store:
         runs = store.runs()
-    assert (runs["label"] == "live demo: concealed arm").sum() == 1, "a second run was started"
+    assert (runs["label"] == DEMO_LIVE_LABEL).sum() == 1, "a second run was started"
 
 
 # -- the live view's time-left estimate ---------------------------------------------------------

@@ -48,58 +48,50 @@ def no_errors(at: AppTest) -> None:
     assert not at.exception, [e.message for e in at.exception]
 
 
-def option(box, run_id: str) -> str:  # type: ignore[no-untyped-def]
-    (text,) = [o for o in box.options if run_id in o]
-    return str(text)
-
-
-def test_first_pick_sticks(filled: synthetic.SyntheticInfo) -> None:
-    at = app().run()
-    box = at.sidebar.selectbox(key="selected_run")
-    assert box.value == filled.run_ids["adversarial"]  # the newest, at first
-    box.select(option(box, filled.run_ids["honest"])).run()
-    no_errors(at)
-    for _ in range(3):  # the pick survives reruns (it used to revert on the first one)
-        assert at.sidebar.selectbox(key="selected_run").value == filled.run_ids["honest"]
-        at.run()
+# AppTest runs the entry script (app.py, the sidebar) only on its first run; later runs run the
+# current page alone. So the sidebar's behaviour over several reruns is tested in a real browser
+# (test_auditor_day_browser.py); here each case starts a session in the state that matters.
 
 
 def test_new_run_is_offered_never_made_the_default(filled: synthetic.SyntheticInfo) -> None:
-    at = app().run()
-    assert at.sidebar.selectbox(key="selected_run").value == filled.run_ids["adversarial"]
-    with Store(os.environ["ERAUDIT_DB"]) as store:
-        new = synthetic.build_synthetic_store(
-            store,
-            n_pairs=3,
-            n_search=2,
-            n_test=4,
-            arms=("honest",),
-            benchmark=synthetic.synthetic_benchmark(3, name="Later"),
-            seed=5,
-        ).run_ids["honest"]
-    at.run()
-    no_errors(at)
-    assert at.sidebar.selectbox(key="selected_run").value == filled.run_ids["adversarial"]
-    assert any("new run" in i.value for i in at.sidebar.info)
-    assert any(new in c.value for c in at.sidebar.caption)
-    next(b for b in at.sidebar.button if b.label == "Select it").click().run()
-    no_errors(at)
-    assert at.sidebar.selectbox(key="selected_run").value == new
-    assert not any("new run" in i.value for i in at.sidebar.info)
-
-
-def test_deep_link_is_applied_once_then_the_user_decides(
-    filled: synthetic.SyntheticInfo,
-) -> None:
     at = app()
-    at.query_params["run"] = filled.run_ids["honest"]
+    # This session picked the honest run when only it was known; the adversarial run (newest)
+    # appeared later.
+    at.session_state["_run_choice"] = filled.run_ids["honest"]
+    at.session_state["_known_runs"] = {filled.run_ids["honest"]}
     at.run()
-    box = at.sidebar.selectbox(key="selected_run")
-    assert box.value == filled.run_ids["honest"]
-    box.select(option(box, filled.run_ids["adversarial"])).run()
-    at.run()
-    assert at.query_params.get("run") in (None, filled.run_ids["honest"], [filled.run_ids["honest"]])
-    assert at.sidebar.selectbox(key="selected_run").value == filled.run_ids["adversarial"]
+    no_errors(at)
+    assert at.sidebar.selectbox(key="selected_run").value == filled.run_ids["honest"]
+    assert any("new run" in i.value for i in at.sidebar.info)
+    assert any(filled.run_ids["adversarial"] in t.value for t in at.sidebar.text)
+    assert {b.label for b in at.sidebar.button} == {"Select it", "Dismiss"}
+    # Negative control: a fresh session starts on the newest run and offers nothing.
+    fresh = app().run()
+    assert fresh.sidebar.selectbox(key="selected_run").value == filled.run_ids["adversarial"]
+    assert not fresh.sidebar.info
+
+
+def test_run_param_is_read_only_when_the_link_arrives(filled: synthetic.SyntheticInfo) -> None:
+    first = app()
+    first.query_params["run"] = filled.run_ids["honest"]
+    first.run()
+    assert first.sidebar.selectbox(key="selected_run").value == filled.run_ids["honest"]
+    page_key = first.session_state["_last_page"]
+    # A rerun of the same page with ?run= still in the URL (as the app wrote it before): the
+    # user's later choice stands.
+    again = app()
+    again.session_state["_last_page"] = page_key
+    again.session_state["_run_choice"] = filled.run_ids["adversarial"]
+    again.query_params["run"] = filled.run_ids["honest"]
+    again.run()
+    assert again.sidebar.selectbox(key="selected_run").value == filled.run_ids["adversarial"]
+    # Negative control: the same URL arriving from another page is applied.
+    other = app()
+    other.session_state["_last_page"] = "results"
+    other.session_state["_run_choice"] = filled.run_ids["adversarial"]
+    other.query_params["run"] = filled.run_ids["honest"]
+    other.run()
+    assert other.sidebar.selectbox(key="selected_run").value == filled.run_ids["honest"]
 
 
 def test_results_compare_choices_follow_the_one_selection(filled: synthetic.SyntheticInfo) -> None:
@@ -108,10 +100,8 @@ def test_results_compare_choices_follow_the_one_selection(filled: synthetic.Synt
     no_errors(at)
     left, right = at.selectbox(key="results_left"), at.selectbox(key="results_right")
     assert left.value != right.value
-    right.select(option(right, filled.run_ids["adversarial"])).run()
-    at.selectbox(key="results_left").select(
-        option(at.selectbox(key="results_left"), filled.run_ids["honest"])
-    ).run()
+    right.select(filled.run_ids["adversarial"]).run()
+    at.selectbox(key="results_left").select(filled.run_ids["honest"]).run()
     for _ in range(2):
         no_errors(at)
         assert at.selectbox(key="results_left").value == filled.run_ids["honest"]
@@ -139,8 +129,9 @@ def test_run_form_defaults_fit_the_demo_and_every_field_has_help(
     assert AuditConfig().epsilon == 0.1 and AuditConfig().target is None
     from eraudit_core.cli._main import build_parser
 
-    audit = build_parser().parse_args(["audit-table", "x.csv"])
-    assert audit.epsilon == 0.1 and audit.target is None
+    for argv in (["audit-table", "x.csv"], ["audit", "--pre", "a", "--post", "b"]):
+        args = build_parser().parse_args([*argv, "--db", "x.duckdb"])
+        assert args.epsilon == 0.1 and args.target is None
 
 
 def test_cancelling_a_pending_run_shows_cancelled_at_once(filled: synthetic.SyntheticInfo) -> None:

@@ -48,9 +48,7 @@ def sidebar() -> None:
         ids = [str(r) for r in runs["run_id"]]
         state.apply_deep_link(page.url_path, ids)
         chosen = state.initial_selection(ids)
-        widgets.run_picker(
-            "Selected run", ids, runs, state.RUN_KEY, state.SELECTED_SLOT, chosen
-        )
+        widgets.run_picker("Selected run", ids, runs, state.RUN_KEY, state.SELECTED_SLOT, chosen)
         others = [state.NO_RUN, *[r for r in ids if r != chosen]]
         widgets.run_picker(
             "Compare with (optional)",

@@ -43,7 +43,9 @@ bid = st.selectbox(
 pairs = runview.pair_options(bid)
 c1, c2 = st.columns(2)
 n_first = c1.number_input(
-    "Audit the first N questions", min_value=1, max_value=len(pairs),
+    "Audit the first N questions",
+    min_value=1,
+    max_value=len(pairs),
     value=min(3, len(pairs)),
     help=runview.FORM_HELP["n_first"],
 )

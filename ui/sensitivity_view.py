@@ -19,7 +19,6 @@ from eraudit_core.errors import InputError
 from eraudit_core.paths import DATA_DIR
 from ui import state, widgets
 
-
 SAMPLE = DATA_DIR / "sensitivity" / "petri_like_rollouts.csv"
 PETRI_EXAMPLE = DATA_DIR / "sensitivity" / "petri3_example.csv"
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024

@@ -126,7 +126,6 @@ def compare_run() -> str | None:
     return str(rid) if rid and rid != st.session_state.get(SELECTED_SLOT) else None
 
 
-
 def default_runs_to_show() -> list[str]:
     """The selected run and its comparison; without one, runs on the same benchmark (up to 3)."""
     sel = selected_run()
@@ -195,9 +194,10 @@ def initial_selection(ids: list[str]) -> str:
     if current not in ids:
         current = ids[0]
         st.session_state[SELECTED_SLOT] = current
-    if st.session_state.get(COMPARE_SLOT) not in ids or st.session_state.get(
-        COMPARE_SLOT
-    ) == current:
+    if (
+        st.session_state.get(COMPARE_SLOT) not in ids
+        or st.session_state.get(COMPARE_SLOT) == current
+    ):
         st.session_state[COMPARE_SLOT] = None
     return str(current)
 

@@ -103,9 +103,7 @@ def _batches(steps: pd.DataFrame) -> pd.Series:
     return steps.groupby(pd.to_datetime(steps["recorded_at"])).size().sort_index()
 
 
-def _window_rate(
-    steps: pd.DataFrame, since: datetime | None, window_s: float
-) -> float | None:
+def _window_rate(steps: pd.DataFrame, since: datetime | None, window_s: float) -> float | None:
     """Paraphrases per second over the batches of the `window_s` seconds up to the last one
     (of this running stretch, from `since`): the work of every batch after the first, over the
     time from the first to the last. With one batch, its work over the time since the stretch

@@ -128,14 +128,20 @@ def transcript_messages(messages: Any) -> list[dict[str, Any]] | None:
         if isinstance(content, str):
             text = content
         elif isinstance(content, list | tuple):
-            parts = [p.get("text") if isinstance(p, dict) else getattr(p, "text", None) for p in content]
+            parts = [
+                p.get("text") if isinstance(p, dict) else getattr(p, "text", None) for p in content
+            ]
             text = "\n".join(str(p) for p in parts if p)
         else:
             text = ""
         for call in get("tool_calls") or []:
             cget = call.get if isinstance(call, dict) else lambda k, c=call: getattr(c, k, None)
-            text += f"\n[tool call] {cget('function')}({json.dumps(cget('arguments'), default=str)})"
-        out.append({"id": str(get("id") or ""), "role": str(get("role") or ""), "text": text.strip()})
+            text += (
+                f"\n[tool call] {cget('function')}({json.dumps(cget('arguments'), default=str)})"
+            )
+        out.append(
+            {"id": str(get("id") or ""), "role": str(get("role") or ""), "text": text.strip()}
+        )
     return out
 
 

@@ -64,9 +64,7 @@ def _stopped(owner: Owner) -> str:
 
 # The running stretch that ends now (the parameter; NULL: at the last heartbeat, for a process
 # that died), in seconds; 0 when the run was not running.
-_STRETCH = (
-    "coalesce(date_diff('millisecond', resumed_at, coalesce(?, heartbeat_at)) / 1000.0, 0)"
-)
+_STRETCH = "coalesce(date_diff('millisecond', resumed_at, coalesce(?, heartbeat_at)) / 1000.0, 0)"
 
 
 class RunTables(Tables):

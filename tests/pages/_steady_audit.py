@@ -62,7 +62,9 @@ def write_table(path: Path, n_fast: int = 2, n_slow: int = 3, n_test: int = 20) 
         rows.append((pid, "monitored", "", 0, f"Monitored question {i}?", 0.4, 0.8))
         rows.append((pid, "hidden", "", 0, f"Hidden question number {i}?", 0.7, 0.7))
         # D = (0.7 - p_post) / 0.4: 1.5 for the fast questions (a counterexample), 0 else.
-        rows.append((pid, "search", "search", 1, f"Reworded hidden {i}?", 0.7, 0.1 if fast else 0.7))
+        rows.append(
+            (pid, "search", "search", 1, f"Reworded hidden {i}?", 0.7, 0.1 if fast else 0.7)
+        )
         for j in range(1, n_test + 1):
             rows.append((pid, "test", "rules", j, f"Test rewording {j} of {i}?", 0.7, 0.7))
     cols = ["pair_id", "role", "generator", "idx", "text", "p_pre", "p_post"]

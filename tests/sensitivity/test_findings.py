@@ -95,7 +95,12 @@ def test_transcript_messages_from_objects_and_dicts() -> None:
         function, arguments = "send_message", {"text": "hi"}
 
     class Msg:
-        id, role, content, tool_calls = "m1", "assistant", [type("P", (), {"text": "Hello"})()], [Call()]
+        id, role, content, tool_calls = (
+            "m1",
+            "assistant",
+            [type("P", (), {"text": "Hello"})()],
+            [Call()],
+        )
 
     dicts = [{"id": "m2", "role": "user", "content": [{"type": "text", "text": "Q?"}]}]
     assert transcript_messages([Msg()]) == [

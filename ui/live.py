@@ -32,15 +32,11 @@ def _plans(path: str, run_id: str) -> dict[str, int]:
     return present.run_plans(store, store.run(run_id))
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def _question_texts(path: str, benchmark_id: str | None) -> dict[str, str]:
-    if not benchmark_id:
-        return {}
-    try:
-        pairs = state.get_store().pairs(benchmark_id)
-    except Exception:  # a benchmark removed meanwhile: the ids stand in
-        return {}
-    return {p.pair_id: " ".join(p.hidden.question.split()) for p in pairs}
+@st.cache_data(show_spinner=False, max_entries=32)
+def _question_texts(path: str, run_id: str) -> dict[str, str]:
+    """Hidden question per pair id, from the run's recorded inputs (fixed for a run)."""
+    store = state.get_store()
+    return present.run_question_texts(store, store.run(run_id))
 
 
 def is_active(run_id: str) -> bool:
@@ -97,13 +93,18 @@ def _current_question(steps: pd.DataFrame, plans: dict[str, int], finished: set[
 
 
 def _question_choice(
-    run_id: str, ids: list[str], texts: dict[str, str], verdicts: dict[str, str], now: str
+    run_id: str,
+    ids: list[str],
+    texts: dict[str, str],
+    verdicts: dict[str, str],
+    now: str,
+    running: bool,
 ) -> str:
     """Which question the chart shows: the one being scored (default) or any other."""
 
     def label(pid: str) -> str:
         if pid == FOLLOW:
-            return "The question being scored now"
+            return "The question being scored now" if running else "The last question scored"
         status = verdicts.get(pid) or ("being scored" if pid == now else "waiting")
         return f"{safe_text(texts.get(pid, pid), 80)}  [{status}]"
 
@@ -218,7 +219,7 @@ def _panel(run_id: str, was_active: bool) -> None:
     n_cex = int(steps["is_counterexample"].sum()) if not steps.empty else 0
     cols[2].metric("counterexamples so far", n_cex)
     cols[3].metric(
-        "paraphrases per s (last minute)",
+        "paraphrases/s (last min)",
         "-" if live.rate is None else f"{live.rate:.2f}",
     )
     cols[4].metric(
@@ -242,7 +243,7 @@ def _panel(run_id: str, was_active: bool) -> None:
         st.text(str(rec["error"]))
     if status not in ACTIVE:
         _finished(run_id, rec)
-    texts = {**_question_texts(state.db_path(), rec.get("benchmark_id")),
+    texts = {**_question_texts(state.db_path(), run_id),
              **dict(zip(pairs["pair_id"], pairs["hidden_question"], strict=True))}  # fmt: skip
     ids = [p for p in plans if not p.startswith("#")]
     if steps.empty and not finished:
@@ -250,7 +251,7 @@ def _panel(run_id: str, was_active: bool) -> None:
     elif ids:
         now = _current_question(steps, plans, finished)
         verdicts = dict(zip(pairs["pair_id"], pairs["status"], strict=True))
-        pair_id = _question_choice(run_id, ids, texts, verdicts, now)
+        pair_id = _question_choice(run_id, ids, texts, verdicts, now, running)
         fig = _chart(run_id, rec, steps, pair_id, texts.get(pair_id, pair_id))
         st.plotly_chart(fig, key=f"live-{run_id}", config={"displaylogo": False})
         st.page_link(

@@ -19,6 +19,7 @@ from eraudit_core.present._live import (
     live_progress,
     planned_paraphrases,
     run_plans,
+    run_question_texts,
 )
 from eraudit_core.present._plots import (
     TOLERANT_NOTE,
@@ -74,6 +75,7 @@ __all__ = [
     "live_progress",
     "planned_paraphrases",
     "run_plans",
+    "run_question_texts",
     "bound_trajectory_frame",
     "build_report",
     "concealed_example",

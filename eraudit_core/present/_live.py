@@ -150,6 +150,13 @@ def run_plans(store: Store, run: Mapping[str, Any]) -> dict[str, int]:
     return {**{str(p): plan for p in known}, **{f"#{i}": plan for i in range(len(known), n)}}
 
 
+def run_question_texts(store: Store, run: Mapping[str, Any]) -> dict[str, str]:
+    """pair id -> hidden question, from the run's recorded inputs (empty when unreadable), so
+    a question can be named before its verdict is stored."""
+    items = _recorded_items(store, run, AuditConfig.from_dict(run["config"])) or []
+    return {it.pair_id: " ".join(it.hidden.question.split()) for it in items}
+
+
 def _recorded_items(store: Store, run: Mapping[str, Any], config: AuditConfig) -> list[Any] | None:
     source = str(run.get("source") or "")
     try:

@@ -193,6 +193,9 @@ def _panel(run_id: str, was_active: bool) -> None:
         return
     prog = store.run_progress(run_id)
     status = str(prog["status"])
+    # Which run and its status first: they are what a reload must show at once.
+    st.text(f"{rec.get('label') or run_id}   ({run_id})")
+    st.caption(f"status: {status}")
     running = status == "running"
     steps = store.steps(run_id)
     plans = _plans(state.db_path(), run_id)
@@ -207,8 +210,6 @@ def _panel(run_id: str, was_active: bool) -> None:
         resumed_at=prog["resumed_at"],
         running=running,
     )
-    st.text(f"{rec.get('label') or run_id}   ({run_id})")
-    st.caption(f"status: {status}")
     cols = st.columns(5)
     cols[0].metric("questions done", f"{prog['pairs_done']} / {prog['n_pairs']}")
     cols[1].metric(

@@ -24,7 +24,7 @@ if not resumable.empty:
         for row in resumable.itertuples():
             c1, c2 = st.columns([4, 1])
             c1.text(runview.resumable_line(row))
-            if c2.button("Resume", key=f"resume-{row.run_id}", help=f"Resume run {row.run_id}"):
+            if c2.button("Resume", key=f"resume-{row.run_id}"):
                 runview.resume(str(row.run_id))
                 st.rerun()
 

@@ -172,11 +172,10 @@ def cancel(run_id: str) -> None:
     status = store.run_progress(run_id)["status"]
     store.request_cancel(run_id)
     state.get_runner().cancel(run_id)
+    # No toast here: an element drawn from a callback of a fragment rerun lands at the top of
+    # the app (Streamlit warns) and can leave the page's later widgets unresponsive.
     if status == "pending":
         store.set_run_status(run_id, "cancelled", "cancelled by the user before it started")
-        st.toast("Cancelled before it started.")
-    else:
-        st.toast("Cancel requested; the run stops after the current batch.")
 
 
 def _panel(run_id: str, was_active: bool) -> None:

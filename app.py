@@ -34,10 +34,9 @@ page = st.navigation(PAGES)
 
 
 def sidebar() -> None:
-    """The active store and the run picker, shared by every page."""
+    """The active store and the run pickers, shared by every page."""
     store = state.get_store()
     state.demo_info()
-    state.sync_selection_from_query()
 
     with st.sidebar:
         st.caption("Active store")
@@ -45,28 +44,22 @@ def sidebar() -> None:
         runs = state.runs_frame()
         if runs.empty:
             st.info("No runs yet. Start one on the Run page.")
-        else:
-            ids = list(runs["run_id"])
-            if st.session_state.get(state.RUN_KEY) not in ids:
-                st.session_state[state.RUN_KEY] = ids[0]
-            chosen = st.selectbox(
-                "Selected run",
-                ids,
-                key=state.RUN_KEY,
-                format_func=lambda rid: state.run_label(runs, rid),
-            )
-            others = [None, *[r for r in ids if r != chosen]]
-            if st.session_state.get(state.COMPARE_KEY) not in others:
-                st.session_state[state.COMPARE_KEY] = None
-            st.selectbox(
-                "Compare with (optional)",
-                others,
-                key=state.COMPARE_KEY,
-                format_func=lambda rid: "none" if rid is None else state.run_label(runs, rid),
-            )
-            widgets.imported_notice(chosen)
-            if st.query_params.get("run") != chosen:
-                st.query_params["run"] = chosen
+            return
+        ids = [str(r) for r in runs["run_id"]]
+        state.apply_deep_link(page.url_path, ids)
+        chosen = state.initial_selection(ids)
+        widgets.run_picker("Selected run", ids, runs, state.RUN_KEY, state.SELECTED_SLOT, chosen)
+        others = [state.NO_RUN, *[r for r in ids if r != chosen]]
+        widgets.run_picker(
+            "Compare with (optional)",
+            others,
+            runs,
+            state.COMPARE_KEY,
+            state.COMPARE_SLOT,
+            state.compare_run(),
+        )
+        widgets.imported_notice(chosen)
+        widgets.new_run_notice(runs, state.new_runs(ids))
 
 
 # Another process (a terminal audit, an import) may hold the store for a moment; the store

@@ -117,14 +117,21 @@ st.dataframe(std, hide_index=True, width="stretch")
 
 st.subheader("Compare two runs side by side")
 c1, c2 = st.columns(2)
-a = c1.selectbox(
-    "Left", ids, index=ids.index(chosen[0]), format_func=lambda r: state.run_label(runs, r)
+# Left is the selected run and Right the compared run: the same two choices as the sidebar's,
+# kept in session state, so a rerun (or another page) never puts other runs here.
+a = widgets.run_picker(
+    "Left", ids, runs, "results_left", state.SELECTED_SLOT, state.selected_run(), c1
 )
-rest = [r for r in ids if r != a] or ids
-b_default = state.compare_run() if state.compare_run() in rest else rest[0]
-b = c2.selectbox(
-    "Right", rest, index=rest.index(b_default), format_func=lambda r: state.run_label(runs, r)
+if state.compare_run() is None and len(ids) > 1:
+    # Right needs a run: the first other one becomes the compared run, shown as such in the
+    # sidebar too (redrawn once), so what Right shows is a choice that a rerun keeps.
+    state.set_compare_run(next(r for r in ids if r != a))
+    st.rerun()
+b = widgets.run_picker(
+    "Right", ids, runs, "results_right", state.COMPARE_SLOT, state.compare_run() or a, c2
 )
+if a == b:
+    st.info("Left and Right are the same run: pick another run on one side.")
 for col, rid in ((c1, a), (c2, b)):
     with col:
         verdict = present.run_verdict(store.run(rid), store.pair_results(rid))

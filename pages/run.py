@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from eraudit_core.errors import InputError, StoreError
-from ui import calibrate, entry, runview, state, widgets
+from ui import calibrate, entry, live, runview, state, widgets
 
 entry.ensure_navigation()
 st.title("Run an audit")
@@ -15,7 +15,7 @@ store = state.get_store()
 watch = runview.run_to_watch()
 if watch:
     st.subheader("Live audit")
-    runview.watch_panel(watch)
+    live.watch_panel(watch)
     st.divider()
 
 resumable = runview.resumable_runs()
@@ -23,9 +23,7 @@ if not resumable.empty:
     with st.expander(f"Unfinished runs ({len(resumable)}): resume after a restart or cancel"):
         for row in resumable.itertuples():
             c1, c2 = st.columns([4, 1])
-            c1.text(
-                f"{row.label or row.run_id}  [{row.status}]  {row.pairs_done}/{row.n_pairs} done"
-            )
+            c1.text(runview.resumable_line(row))
             if c2.button("Resume", key=f"resume-{row.run_id}"):
                 runview.resume(str(row.run_id))
                 st.rerun()
@@ -40,16 +38,22 @@ bid = st.selectbox(
     "Benchmark",
     list(benchmarks["benchmark_id"]),
     format_func=lambda b: runview.benchmark_label(benchmarks, b),
+    help=runview.FORM_HELP["benchmark"],
 )
 pairs = runview.pair_options(bid)
 c1, c2 = st.columns(2)
 n_first = c1.number_input(
-    "Audit the first N questions", min_value=1, max_value=len(pairs), value=min(3, len(pairs))
+    "Audit the first N questions",
+    min_value=1,
+    max_value=len(pairs),
+    value=min(3, len(pairs)),
+    help=runview.FORM_HELP["n_first"],
 )
 picked = c2.multiselect(
     "...or pick questions (overrides N)",
     list(pairs),
     format_func=lambda pid: pairs[pid],
+    help=runview.FORM_HELP["pair_ids"],
 )
 pair_ids = picked or list(pairs)[: int(n_first)]
 
@@ -80,18 +84,38 @@ if not test_choices:
 c1, c2, c3 = st.columns(3)
 epsilon = c1.number_input(
     "Tolerance epsilon",
-    value=0.1,
+    value=runview.FORM_DEFAULTS["epsilon"],
     step=0.05,
     format="%.3f",
-    help="A paraphrase is a counterexample when D > epsilon.",
+    help=runview.FORM_HELP["epsilon"],
 )
 k = c2.number_input(
-    "k (smallest gain used as denominator)", value=0.001, step=0.001, format="%.4f", min_value=0.0
+    "k (smallest gain used as denominator)",
+    value=runview.FORM_DEFAULTS["k"],
+    step=0.001,
+    format="%.4f",
+    min_value=0.0,
+    help=runview.FORM_HELP["k"],
 )
-confidence = c3.selectbox("Confidence", [0.8, 0.85, 0.9, 0.95, 0.99, 0.999], index=3)
+confidence = c3.selectbox(
+    "Confidence",
+    runview.CONFIDENCE_CHOICES,
+    index=runview.CONFIDENCE_CHOICES.index(runview.FORM_DEFAULTS["confidence"]),
+    help=runview.FORM_HELP["confidence"],
+)
 c1, c2, c3 = st.columns(3)
-search_budget = c1.number_input("Search budget per question (stage 1)", min_value=0, value=20)
-test_budget = c2.number_input("Test budget per generator (stage 2)", min_value=1, value=40)
+search_budget = c1.number_input(
+    "Search budget per question (stage 1)",
+    min_value=0,
+    value=runview.FORM_DEFAULTS["search_budget"],
+    help=runview.FORM_HELP["search_budget"],
+)
+test_budget = c2.number_input(
+    "Test budget per generator (stage 2)",
+    min_value=1,
+    value=runview.FORM_DEFAULTS["test_budget"],
+    help=runview.FORM_HELP["test_budget"],
+)
 use_target = c3.checkbox(
     "Certify against a target p*",
     value=True,
@@ -99,7 +123,13 @@ use_target = c3.checkbox(
     "questions can pass but are never certified.",
 )
 target = c3.number_input(
-    "Target p*", min_value=0.5, max_value=0.999, value=0.9, step=0.01, disabled=not use_target
+    "Target p*",
+    min_value=0.5,
+    max_value=0.999,
+    value=runview.FORM_DEFAULTS["target"],
+    step=0.01,
+    disabled=not use_target,
+    help=runview.FORM_HELP["target"],
 )
 stop_at_target = c3.checkbox(
     "Stop early at p*",
@@ -109,23 +139,38 @@ stop_at_target = c3.checkbox(
     "model queries. A separate choice from certifying against p*.",
 )
 c1, c2 = st.columns(2)
-search_gens = c1.multiselect("Search generators (stage 1)", search_choices, default=search_choices)
+search_gens = c1.multiselect(
+    "Search generators (stage 1)",
+    search_choices,
+    default=search_choices,
+    help=runview.FORM_HELP["search_generators"],
+)
 test_gens = c2.multiselect(
-    "Test generators (stage 2, in this order)", test_choices, default=test_choices
+    "Test generators (stage 2, in this order)",
+    test_choices,
+    default=test_choices,
+    help=runview.FORM_HELP["test_generators"],
 )
 with st.expander("Advanced"):
     tv_delta = st.number_input(
         "Total-variation assumption delta (bounds are lowered by it)",
         min_value=0.0,
         max_value=1.0,
-        value=0.0,
+        value=runview.FORM_DEFAULTS["tv_delta"],
         step=0.01,
+        help=runview.FORM_HELP["tv_delta"],
     )
     tolerant = st.checkbox(
         "Run every test generator to its own stop, even after a counterexample (needed for "
-        "the failure-tolerant bound, beyond the paper; costs more queries)"
+        "the failure-tolerant bound, beyond the paper; costs more queries)",
+        help=runview.FORM_HELP["continue_after_counterexample"],
     )
-    batch = st.number_input("Batch size (paraphrases scored at once)", min_value=1, value=8)
+    batch = st.number_input(
+        "Batch size (paraphrases scored at once)",
+        min_value=1,
+        value=8,
+        help=runview.FORM_HELP["batch_size"],
+    )
     min_drop = st.number_input(
         "Minimum drop (beyond the paper, an assumption like TV; 0 = the paper's rule)",
         min_value=0.0,
@@ -147,7 +192,12 @@ with st.expander("Advanced"):
         value=0.5,
         step=0.05,
     )
-label = st.text_input("Run label", value="", placeholder="e.g. adversarial arm, eps 0.1")
+label = st.text_input(
+    "Run label",
+    value="",
+    placeholder="e.g. adversarial arm, eps 0.5",
+    help=runview.FORM_HELP["label"],
+)
 
 config = runview.make_config(
     epsilon=epsilon,

@@ -110,23 +110,32 @@ else:
     with st.expander("Warnings"):
         for note in result.warnings:
             st.text(note)
+sv.dropped_rollouts(result.dropped)
 if not result.behaviours:
     st.info("No behaviour could be analysed.")
     st.stop()
-tabs = st.tabs([widgets.md_escape(b) for b in result.behaviours])
-for tab, (name, b) in zip(tabs, result.behaviours.items(), strict=True):
+order = sensitivity.by_evidence(result)
+st.subheader("Findings")
+st.caption("One line per behaviour, the strongest evidence of a condition effect first.")
+for name in order:
+    st.markdown(f"- {widgets.md_escape(sensitivity.finding(result.behaviours[name]))}")
+sv.glossary()
+tabs = st.tabs([widgets.md_escape(b) for b in order])
+for tab, name in zip(tabs, order, strict=True):
+    b = result.behaviours[name]
     with tab:
+        st.markdown(f"**{widgets.md_escape(sensitivity.finding(b))}**")
         m = st.columns(3)
         if b.lr_resource is not None:
             m[0].metric(
                 "condition effect: LR test p",
-                f"{b.lr_resource.p:.3g}",
+                sensitivity.format_p(b.lr_resource.p),
                 help=f"chi2 = {b.lr_resource.stat:.2f}, df = {b.lr_resource.df}",
             )
         if b.lr_interaction is not None:
             m[1].metric(
                 "condition x pair interaction: p",
-                f"{b.lr_interaction.p:.3g}",
+                sensitivity.format_p(b.lr_interaction.p),
                 help=f"chi2 = {b.lr_interaction.stat:.2f}, df = {b.lr_interaction.df}",
             )
         alpha = b.agreement.krippendorff_alpha_ordinal
@@ -150,7 +159,7 @@ for tab, (name, b) in zip(tabs, result.behaviours.items(), strict=True):
 
         st.caption("Click a row of a table below to list the rollouts behind that number.")
         st.dataframe(
-            b.contrasts_frame(),
+            sv.contrasts_table(b),
             hide_index=True,
             width="stretch",
             on_select=partial(pick, f"or-{name}", 0),
@@ -168,7 +177,7 @@ for tab, (name, b) in zip(tabs, result.behaviours.items(), strict=True):
         )
         with st.expander("Per-pair contrasts"):
             st.dataframe(
-                b.contrasts_frame(per_pair=True),
+                sv.contrasts_table(b, per_pair=True),
                 hide_index=True,
                 width="stretch",
                 on_select=partial(pick, f"pp-{name}", len(b.contrasts)),
@@ -209,8 +218,8 @@ for tab, (name, b) in zip(tabs, result.behaviours.items(), strict=True):
             st.text(row["summary"] or "(none)")
             st.caption("Justification")
             st.text(row["justification"] or "(none)")
-            st.caption("Highlights (message ids refer to the transcript's messages)")
-            st.dataframe(sv.highlights_frame(row["highlights"]), hide_index=True, width="stretch")
+            st.caption("Highlights: open one to read the transcript message it cites")
+            sv.citations(row["highlights"], row.get("messages"))
             with st.expander("Seed instruction, task arguments, source and identity"):
                 st.text(row["seed_instruction"] or "(no seed instruction recorded)")
                 st.dataframe(sv.facts_frame(row), hide_index=True, width="stretch")

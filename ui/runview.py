@@ -1,24 +1,53 @@
-"""The Run page's moving parts: launch, resume, and the live panel polled from the store.
-
-The background thread (eraudit_core.runs via JobRunner) never calls streamlit; the live panel
-is an `st.fragment(run_every=...)` that re-reads the store, so a browser reload, a second tab
-or a restarted app all see the same state.
-"""
+"""The Run page's moving parts: the form's defaults and help, launch, resume, and which run
+to watch (the live panel itself is ui.live)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from eraudit_core import present
 from eraudit_core.audit import AuditConfig
+from eraudit_core.demo import DEMO_AUDIT_SETTINGS
 from eraudit_core.errors import InputError, StoreError
 from ui import state, widgets
 
-POLL_SECONDS = 1.5
+# The Run form opens on the demo's settings, which fit the bundled paraphrase pools (p* 0.8
+# needs n* = 14 clean draws at confidence 0.95; p* 0.9 would need 29, more than most pools
+# hold). Only the form's defaults: the library's and the CLI's defaults stay as they are.
+FORM_DEFAULTS: dict[str, Any] = {**DEMO_AUDIT_SETTINGS, "test_budget": 40}
+CONFIDENCE_CHOICES = [0.8, 0.85, 0.9, 0.95, 0.99, 0.999]
+FORM_HELP = {
+    "benchmark": "The question pairs to audit (import more on the Setup page).",
+    "n_first": "Audit the first N hidden questions of the benchmark, in its order.",
+    "pair_ids": "Pick particular questions instead; when any is picked, N is ignored.",
+    "epsilon": "A paraphrase is a counterexample when D > epsilon. D is how much more the "
+    "adapted model lost on the reworded hidden question than it gained on the monitored one "
+    "(a loss of probability on the true answer, divided by max(gain, k)). 0.5: the loss is "
+    "more than half the gain.",
+    "k": "The smallest monitored gain used as D's denominator, so a model that gained nothing "
+    "on the monitored question is not divided by zero; with k = 1, D is the plain drop in "
+    "P(true answer).",
+    "confidence": "Each question's lower bound holds with this probability (1 - alpha). "
+    "Higher confidence needs more clean paraphrases for the same bound.",
+    "search_budget": "Stage 1: at most this many search paraphrases per question are scored, "
+    "looking for a counterexample. 0 skips the search.",
+    "test_budget": "Stage 2: at most this many test paraphrases per generator and question "
+    "are drawn for the sequential test (fewer when the pool is smaller or p* is reached).",
+    "target": "The bound a question must reach to be certified. n* = ceil(ln alpha / ln p*) "
+    "clean draws reach it (shown below); it cannot exceed the pool size.",
+    "search_generators": "Which stored search paraphrase sets stage 1 uses.",
+    "test_generators": "Which stored test paraphrase sets stage 2 draws from; each gets its "
+    "own bound and the question's bound is the smallest.",
+    "tv_delta": "If the test paraphrases may differ from real rewordings by total variation "
+    "delta, every bound is lowered by delta. 0 assumes they do not.",
+    "continue_after_counterexample": "Keep testing after a counterexample so the "
+    "failure-tolerant bound covers every generator.",
+    "batch_size": "How many paraphrases are scored at once: larger is faster on a GPU or "
+    "server, and the live view updates once per batch.",
+    "label": "A name for the run in every picker (its id and time are shown beside it).",
+}
 ACTIVE = ("pending", "running")
 RESUMABLE = ("interrupted", "cancelled", "failed")
 
@@ -125,6 +154,16 @@ def resumable_runs() -> pd.DataFrame:
     return runs[source.str.startswith("{") | source.str.startswith("table:")]
 
 
+def resumable_line(row: Any) -> str:
+    """One unfinished run as the Resume list shows it: label, run id, status, progress and
+    when it was created, so runs that share a label cannot be mixed up."""
+    when = pd.Timestamp(row.created_at).strftime("%Y-%m-%d %H:%M")
+    return (
+        f"{row.label or 'unlabelled'}  ({row.run_id})  [{row.status}]  "
+        f"{row.pairs_done}/{row.n_pairs} done  created {when}"
+    )
+
+
 def run_to_watch() -> str | None:
     """?watch=... in the URL, else this session's last launch, else a run in progress."""
     rid = st.query_params.get("watch") or st.session_state.get("watch_run")
@@ -136,138 +175,3 @@ def run_to_watch() -> str | None:
         if not active.empty:
             return str(active["run_id"].iloc[0])
     return None
-
-
-def _is_active(run_id: str) -> bool:
-    """Running here (this process's thread is alive: loading, or just resumed and not yet
-    marked running) or anywhere (the store says so, e.g. an audit in a terminal)."""
-    rec = state.run_record(run_id)
-    job = state.job_state(run_id)
-    return bool(job["alive"]) or (rec is not None and rec["status"] in ACTIVE)
-
-
-def _live_numbers(run_id: str, rec: dict[str, Any]) -> dict[str, Any]:
-    store = state.get_store()
-    prog = store.run_progress(run_id)
-    started = prog["started_at"]
-    end = prog["finished_at"] or datetime.now(UTC).replace(tzinfo=None)
-    elapsed = max(1e-9, (end - started).total_seconds()) if started is not None else 0.0
-    pairs = store.pair_results(run_id)
-    n_cex = int(pairs["n_counterexamples"].sum()) if not pairs.empty else 0
-    queries = int(prog["queries_scored"] or 0)
-    done, n = int(prog["pairs_done"]), int(prog["n_pairs"] or 0)
-    left = None
-    if done and n > done and prog["status"] in ACTIVE and elapsed:
-        left = elapsed / done * (n - done)
-    return {
-        **prog,
-        "elapsed": elapsed,
-        "counterexamples": n_cex,
-        "steps_per_s": (prog["steps"] / elapsed) if elapsed else 0.0,
-        "queries_per_s": (queries / elapsed) if elapsed else 0.0,
-        "time_left": left,
-    }
-
-
-def _fmt_seconds(s: float | None) -> str:
-    if s is None:
-        return "-"
-    s = int(round(s))
-    return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
-
-
-def _traffic(traffic: dict[str, Any] | None, active: bool) -> None:
-    """Requests in flight and prompts/s of served checkpoints, as the engine last stored them."""
-    if not traffic:
-        return
-    cols = st.columns(4)
-    cols[0].metric("requests in flight", int(traffic.get("in_flight", 0)) if active else 0)
-    if active:
-        cols[1].metric(
-            f"prompts/s (last {traffic.get('window_s', 10):g} s)", traffic["prompts_per_s"]
-        )
-    else:
-        cols[1].metric("prompts/s (this session)", traffic.get("prompts_per_s_session", 0.0))
-    cols[2].metric("prompts scored by the servers", int(traffic.get("prompts", 0)))
-    cols[3].metric("most requests in flight", int(traffic.get("peak_in_flight", 0)))
-    st.caption(
-        f"Served checkpoints: {traffic.get('requests', 0)} requests, {traffic.get('retries', 0)} "
-        f"retries, {traffic.get('failures', 0)} failed after retries, "
-        f"{traffic.get('fallbacks', 0)} labels read from prompt log-probs (outside the top-k); "
-        f"updated {traffic.get('updated_at', '-')} UTC. A prompt is one answer order of one "
-        "question; counts start when the run (or its resumption) started."
-    )
-
-
-def _panel(run_id: str, was_active: bool) -> None:
-    store = state.get_store()
-    rec = state.run_record(run_id)
-    job = state.job_state(run_id)
-    if rec is None:
-        if job["error"]:
-            widgets.show_error("The run stopped before it started:", RuntimeError(job["error"]))
-        elif job["alive"]:
-            st.info("Loading the checkpoints (the first time can take about half a minute)...")
-        else:
-            st.warning("This run is not in the store.")
-        return
-    nums = _live_numbers(run_id, rec)
-    st.text(f"{rec.get('label') or run_id}   ({run_id})")
-    st.caption(f"status: {rec['status']}")
-    cols = st.columns(5)
-    cols[0].metric("questions done", f"{nums['pairs_done']} / {nums['n_pairs']}")
-    cols[1].metric("questions degraded", nums["pairs_degraded"])
-    cols[2].metric("counterexamples so far", nums["counterexamples"])
-    cols[3].metric("paraphrases scored per s", f"{nums['steps_per_s']:.1f}")
-    cols[4].metric("time left (estimate)", _fmt_seconds(nums["time_left"]))
-    n = max(1, int(nums["n_pairs"] or 1))
-    st.progress(min(1.0, nums["pairs_done"] / n))
-    st.caption(
-        f"elapsed {_fmt_seconds(nums['elapsed'])}; model queries scored "
-        f"{nums['queries_scored']} ({nums['queries_per_s']:.1f}/s), read from cache "
-        f"{nums['queries_cached']} (counted when a question finishes)"
-    )
-    _traffic(nums.get("traffic"), rec["status"] in ACTIVE)
-    if rec.get("error") and rec["status"] != "done":
-        st.caption("Message:")
-        st.text(str(rec["error"]))
-    latest = store.latest_steps(run_id, limit=1)
-    if latest.empty:
-        st.caption("The bound chart appears when the sequential test (stage 2) starts.")
-    else:
-        pair_id = str(latest["pair_id"].iloc[0])
-        traj = present.bound_trajectory_frame(store.steps(run_id, pair_id))
-        target = rec["config"].get("target")
-        fig = present.bound_trajectory_figure(
-            traj, title=f"Live bound, question {pair_id}", target=target
-        )
-        st.plotly_chart(fig, key=f"live-{run_id}", config={"displaylogo": False})
-        st.page_link(
-            "pages/explorer.py",
-            label="Open this question in the explorer",
-            query_params={"run": run_id, "pair": pair_id},
-        )
-    active = _is_active(run_id)
-    if active and st.button("Cancel this run", key=f"cancel-{run_id}"):
-        store.request_cancel(run_id)
-        state.get_runner().cancel(run_id)
-        st.toast("Cancel requested; the run stops after the current step.")
-    if was_active and not active:
-        st.rerun()  # the run ended: redraw the page once, without polling
-
-
-def _polled_panel(run_id: str, was_active: bool) -> None:
-    """`_panel`, with a notice instead of a crash when the store stays busy (the next poll
-    tries again)."""
-    try:
-        _panel(run_id, was_active)
-    except StoreError as exc:
-        widgets.store_notice(exc, key=f"store-busy-live-{run_id}")
-
-
-def watch_panel(run_id: str) -> None:
-    """The live panel; it polls the store while the run is active and stops once it ends."""
-    active = _is_active(run_id)
-    if st.query_params.get("watch") != run_id:
-        st.query_params["watch"] = run_id
-    st.fragment(run_every=POLL_SECONDS if active else None)(_polled_panel)(run_id, active)

@@ -17,7 +17,7 @@ import streamlit as st
 
 from eraudit_core.errors import InputError
 from eraudit_core.paths import DATA_DIR
-from ui import state
+from ui import state, widgets
 
 SAMPLE = DATA_DIR / "sensitivity" / "petri_like_rollouts.csv"
 PETRI_EXAMPLE = DATA_DIR / "sensitivity" / "petri3_example.csv"
@@ -184,3 +184,75 @@ def facts_frame(row: pd.Series) -> pd.DataFrame:
     for k, v in (args if isinstance(args, dict) else {}).items():
         rows.append({"field": f"task_args.{k}", "value": json.dumps(v, default=str)})
     return pd.DataFrame(rows, columns=["field", "value"])
+
+
+# -- findings, glossary, drops, citations ----------------------------------------------------
+
+
+def contrasts_table(b, per_pair: bool = False) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+    """The odds-ratio table as read: pooled rows say "all pairs", p-values are text in
+    scientific notation below 1e-4 (a float column would print 0.00000000000003)."""
+    from eraudit_core.sensitivity import POOLED_LABEL, format_p
+
+    frame = b.contrasts_frame(per_pair=per_pair)
+    frame["pair"] = frame["pair"].astype(object).where(frame["pair"].notna(), POOLED_LABEL)
+    for col in ("p", "p_holm"):
+        frame[col] = [format_p(None if pd.isna(v) else float(v)) for v in frame[col]]
+    return frame
+
+
+def glossary() -> None:
+    from eraudit_core.sensitivity import GLOSSARY
+
+    with st.expander("What the terms mean"):
+        for term, meaning in GLOSSARY:
+            st.markdown(f"**{term}**: {meaning}")
+
+
+def dropped_rollouts(dropped: pd.DataFrame) -> None:
+    """Every rollout the analysis left out, with its reason, where the warning points."""
+    if dropped is None or dropped.empty:
+        return
+    with st.expander(f"Dropped rollouts ({dropped['rollout'].nunique()}), with their reasons"):
+        cols = [c for c in ("rollout", "reason", "source") if c in dropped.columns]
+        st.dataframe(dropped[cols], hide_index=True, width="stretch", key="sens-dropped")
+
+
+def cited_message(messages: object, message_id: str) -> dict[str, str] | None:
+    """The transcript message with this id ({id, role, text}), or None when the rollouts file
+    has no messages or the judge cited a message outside the kept branch."""
+    for m in messages if isinstance(messages, list) else []:
+        if isinstance(m, dict) and str(m.get("id")) == str(message_id):
+            return {k: str(m.get(k) or "") for k in ("id", "role", "text")}
+    return None
+
+
+def citations(highlights: object, messages: object) -> None:
+    """Each highlight of the judge, opening onto the message(s) it cites."""
+    frame = highlights_frame(highlights)
+    if frame.empty:
+        st.caption("(no highlights)")
+        return
+    for h in highlights if isinstance(highlights, list) else []:
+        if not isinstance(h, dict):
+            continue
+        ids = [str(m) for m in h.get("message_ids") or []]
+        head = " ".join(str(h.get("description") or "").split())
+        label = f"[{h.get('index')}] {head[:90]}" + (f" (message {', '.join(ids)})" if ids else "")
+        with st.expander(widgets.md_escape(label)):
+            for q in h.get("quotes") or []:
+                if q:
+                    st.caption("Quoted")
+                    st.text(str(q))
+            if not ids:
+                st.caption("This highlight cites no message.")
+            for mid in ids:
+                msg = cited_message(messages, mid)
+                if msg is None:
+                    st.caption(
+                        f"Message {mid} is not in this rollouts file (imported before messages "
+                        "were kept, or on a branch the auditor rolled back)."
+                    )
+                    continue
+                st.caption(f"Message {msg['id']} ({msg['role']})")
+                st.text(msg["text"] or "(empty)")

@@ -25,7 +25,7 @@ from eraudit_core.store import Store
 DB_ENV = "ERAUDIT_DB"
 NO_DEMO_ENV = "ERAUDIT_NO_DEMO"
 DEFAULT_DB = Path.home() / ".eraudit" / "studio.duckdb"
-RUN_KEY = "selected_run"
+RUN_KEY = "selected_run"  # the sidebar's pickers (widget keys; the choice is in *_SLOT)
 COMPARE_KEY = "compare_run"
 
 
@@ -81,26 +81,53 @@ def runs_frame() -> pd.DataFrame:
 
 
 def run_label(runs: pd.DataFrame, run_id: str) -> str:
+    """What every run picker shows: label, run id, checkpoints, status and time, so two runs
+    that share a label still read differently."""
     row = runs.loc[runs["run_id"] == run_id]
     if row.empty:
         return run_id
-    label = row["label"].iloc[0] or run_id
-    note = imported_note(row.iloc[0].to_dict()) if "imported_from" in row else None
-    return f"{label} [{row['status'].iloc[0]}]" + (f" ({note})" if note else "")
+    r = row.iloc[0]
+    parts = [str(r["label"] or "unlabelled"), run_id]
+    pre, post = r.get("pre_name"), r.get("post_name")
+    if pre or post:
+        parts.append(f"{pre or '?'} -> {post or '?'}")
+    parts.append(str(r["status"]))
+    note = imported_note(r.to_dict()) if "imported_from" in row else None
+    if note:
+        parts.append(note)
+    created = r.get("created_at")
+    if created is not None and not pd.isna(created):
+        parts.append(pd.Timestamp(created).strftime("%Y-%m-%d %H:%M"))
+    return " | ".join(parts)
+
+
+# The selection lives in these two session-state slots and nowhere else. They are not widget
+# keys: a widget's state is dropped when its identity changes (new options) or when a page
+# does not draw it, and that is how choices used to revert. Pickers are drawn from these slots
+# and write back to them when the user changes them (`bind_picker`).
+SELECTED_SLOT = "_run_choice"
+COMPARE_SLOT = "_compare_choice"
+_KNOWN_RUNS = "_known_runs"
+_LAST_PAGE = "_last_page"
 
 
 def selected_run() -> str | None:
-    """The run chosen in the sidebar, else the `run` query parameter, else the newest run.
+    """The run the user chose, else a `run` deep link, else the newest run.
 
     The fallbacks matter when a page runs without the entry script having drawn the sidebar
     (a page opened directly, or under AppTest.switch_page).
     """
-    ids = set(runs_frame()["run_id"])
-    for rid in (st.session_state.get(RUN_KEY), st.query_params.get("run")):
+    runs = runs_frame()
+    ids = set(runs["run_id"])
+    for rid in (st.session_state.get(SELECTED_SLOT), st.query_params.get("run")):
         if rid and rid in ids:
             return str(rid)
-    runs = runs_frame()
     return None if runs.empty else str(runs["run_id"].iloc[0])
+
+
+def compare_run() -> str | None:
+    rid = st.session_state.get(COMPARE_SLOT)
+    return str(rid) if rid and rid != st.session_state.get(SELECTED_SLOT) else None
 
 
 def default_runs_to_show() -> list[str]:
@@ -117,32 +144,76 @@ def default_runs_to_show() -> list[str]:
     return [sel, *same[:2]]
 
 
-def compare_run() -> str | None:
-    rid = st.session_state.get(COMPARE_KEY)
-    return str(rid) if rid else None
-
-
 def select_run(run_id: str) -> None:
-    """Make `run_id` the selected run from the next rerun on.
-
-    The sidebar widget already exists when a page runs, and a widget's state cannot change
-    after it is drawn, so the choice waits in a pending slot that the next rerun applies.
-    """
-    st.session_state["_pending_run"] = run_id
+    """Make `run_id` the selected run (every picker shows it from the next draw on)."""
+    st.session_state[SELECTED_SLOT] = run_id
+    if st.session_state.get(COMPARE_SLOT) == run_id:
+        st.session_state[COMPARE_SLOT] = None
 
 
-def sync_selection_from_query() -> None:
-    """Apply a pending choice, or a deep link (?run=...) once, before the sidebar is drawn."""
-    pending = st.session_state.pop("_pending_run", None)
-    if pending:
-        st.session_state[RUN_KEY] = pending
-        st.session_state["_applied_run_param"] = pending
+def set_compare_run(run_id: str | None) -> None:
+    st.session_state[COMPARE_SLOT] = run_id
+
+
+NO_RUN = ""  # the "none" choice of an optional picker (a selectbox shows None as empty)
+
+
+def bind_picker(widget_key: str, value: object) -> None:
+    """Show `value` in the picker `widget_key`, drawn right after.
+
+    Setting a widget's value through session state before it is drawn is how Streamlit lets
+    the app, not the widget, own the value; `picker_changed` copies a user's change into the
+    slot it stands for."""
+    st.session_state[widget_key] = value
+
+
+def picker_changed(widget_key: str, slot: str) -> None:
+    """on_change of a bound picker: the user's choice becomes the one source of truth."""
+    st.session_state[slot] = st.session_state.get(widget_key) or None
+    if slot == SELECTED_SLOT and st.session_state.get(COMPARE_SLOT) == st.session_state[slot]:
+        st.session_state[COMPARE_SLOT] = None
+
+
+def apply_deep_link(page_key: str, ids: list[str]) -> None:
+    """Read `?run=` / `?compare=` only when a URL arrives from outside this page: the first
+    run of a session (a bookmark, a shared link, a reload) or a link from another page. A rerun
+    of the same page never reads them, so what the page itself wrote to the URL cannot undo
+    a choice made since."""
+    arrived = st.session_state.get(_LAST_PAGE) != page_key
+    st.session_state[_LAST_PAGE] = page_key
+    if not arrived:
         return
     rid = st.query_params.get("run")
-    if rid and st.session_state.get("_applied_run_param") != rid:
-        st.session_state["_applied_run_param"] = rid
-        if rid in set(runs_frame()["run_id"]):
-            st.session_state[RUN_KEY] = rid
+    if rid and rid in ids:
+        select_run(rid)
+    cmp = st.query_params.get("compare")
+    if cmp and cmp in ids and cmp != st.session_state.get(SELECTED_SLOT):
+        set_compare_run(cmp)
+
+
+def initial_selection(ids: list[str]) -> str:
+    """The selected run, fixed the first time a session sees runs (the newest then) and
+    changed only by the user: a run started later never takes its place."""
+    current = st.session_state.get(SELECTED_SLOT)
+    if current not in ids:
+        current = ids[0]
+        st.session_state[SELECTED_SLOT] = current
+    if (
+        st.session_state.get(COMPARE_SLOT) not in ids
+        or st.session_state.get(COMPARE_SLOT) == current
+    ):
+        st.session_state[COMPARE_SLOT] = None
+    return str(current)
+
+
+def new_runs(ids: list[str]) -> list[str]:
+    """Runs that appeared since this session first listed the runs (newest first)."""
+    known = st.session_state.setdefault(_KNOWN_RUNS, set(ids))
+    return [r for r in ids if r not in known]
+
+
+def acknowledge_runs(run_ids: list[str]) -> None:
+    st.session_state.setdefault(_KNOWN_RUNS, set()).update(run_ids)
 
 
 # -- checkpoints ------------------------------------------------------------------------------

@@ -118,10 +118,37 @@ def demo_models_missing() -> str | None:
     return None
 
 
+DEMO_LIVE_LABEL = "live demo: concealed arm"
+
+
+def running_demo_audit() -> str | None:
+    """The one-click live audit still pending or running (in any process), if there is one."""
+    runs = state.runs_frame()
+    if runs.empty:
+        return None
+    mine = runs[(runs["label"] == DEMO_LIVE_LABEL) & runs["status"].isin(("pending", "running"))]
+    for rid in mine["run_id"]:
+        return str(rid)
+    for rid in runs.loc[runs["label"] == DEMO_LIVE_LABEL, "run_id"]:
+        if state.job_state(str(rid))["alive"]:  # launched here, its record not yet updated
+            return str(rid)
+    return None
+
+
 def launch_demo_audit(demo: dict[str, Any]) -> str | None:
-    """Start the one-click live audit (demo:base vs demo:concealed on a few pairs)."""
+    """Start the one-click live audit (demo:base vs demo:concealed on a few pairs), unless one
+    is already under way: then say which, and start nothing (two would share the machine and
+    one label)."""
     from eraudit_core.audit import launch_audit
 
+    busy = running_demo_audit()
+    if busy is not None:
+        st.warning(
+            "A live demo audit is already running; a second one was not started. "
+            f"Watch it on the Run page: {busy}"
+        )
+        st.page_link("pages/run.py", label=f"Watch {busy}", query_params={"watch": busy})
+        return None
     try:
         run_id = launch_audit(
             state.get_store(),
@@ -131,7 +158,7 @@ def launch_demo_audit(demo: dict[str, Any]) -> str | None:
             pre_spec="demo:base",
             post_spec="demo:concealed",
             config=DEMO_LIVE_CONFIG,
-            label="live demo: concealed arm",
+            label=DEMO_LIVE_LABEL,
         )
     except (InputError, StoreError) as exc:
         show_error("The live demo audit could not start:", exc)
@@ -186,6 +213,46 @@ def compare_table(store: Any, left: str, right: str) -> pd.DataFrame:
     )
     merged["same verdict"] = merged["status (left)"] == merged["status (right)"]
     return merged.sort_values("pair_index", na_position="last").reset_index(drop=True)
+
+
+def run_picker(
+    label: str,
+    options: list[Any],
+    runs: pd.DataFrame,
+    widget_key: str,
+    slot: str,
+    value: Any,
+    container: Any = None,
+) -> Any:
+    """A run selectbox whose value is owned by the session-state `slot` (see
+    `state.bind_picker`): it shows `value` and writes a user's change back to the slot."""
+    state.bind_picker(widget_key, state.NO_RUN if value is None else value)
+    return (container or st).selectbox(
+        label,
+        options,
+        key=widget_key,
+        format_func=lambda rid: "none" if rid == state.NO_RUN else state.run_label(runs, rid),
+        on_change=state.picker_changed,
+        args=(widget_key, slot),
+    )
+
+
+def new_run_notice(runs: pd.DataFrame, fresh: list[str]) -> None:
+    """Runs started since the session began are offered, never selected for the user."""
+    if not fresh:
+        return
+    rid = fresh[0]
+    more = f" (and {len(fresh) - 1} more)" if len(fresh) > 1 else ""
+    st.info(f"A new run is in the store{more}:")
+    st.text(state.run_label(runs, rid))
+    c1, c2 = st.columns(2)
+    if c1.button("Select it", key="new-run-select"):
+        state.select_run(rid)
+        state.acknowledge_runs([rid])
+        st.rerun()
+    if c2.button("Dismiss", key="new-run-dismiss"):
+        state.acknowledge_runs(fresh)
+        st.rerun()
 
 
 def need_run() -> str | None:

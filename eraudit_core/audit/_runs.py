@@ -313,6 +313,9 @@ def execute_model_run(
     except BaseException as exc:
         store.set_run_status(run_id, "failed", f"loading checkpoints: {type(exc).__name__}: {exc}")
         raise
+    if should_cancel is not None and should_cancel():  # cancelled while loading: never start
+        store.set_run_status(run_id, "cancelled", "cancelled by the user before it started")
+        return
     AuditEngine(store, pre, post, config, progress, should_cancel).resume(run_id, items)
 
 

@@ -30,6 +30,13 @@ from eraudit_core.present._export import (
     run_provenance,
     table_bytes,
 )
+from eraudit_core.present._live import (
+    LiveProgress,
+    live_progress,
+    planned_paraphrases,
+    run_plans,
+    run_question_texts,
+)
 from eraudit_core.present._plots import (
     TOLERANT_NOTE,
     bound_trajectory_figure,
@@ -96,9 +103,14 @@ __all__ = [
     "DEFAULT_EPSILONS",
     "EXPORT_FORMATS",
     "LEAD_RULE",
+    "LiveProgress",
     "STORY_COLUMNS",
     "TOLERANT_NOTE",
     "bound_trajectory_figure",
+    "live_progress",
+    "planned_paraphrases",
+    "run_plans",
+    "run_question_texts",
     "bound_trajectory_frame",
     "build_report",
     "concealed_example",

@@ -14,6 +14,13 @@ from eraudit_core.sensitivity._analysis import (
     bootstrap_cell_means,
     judge_agreement,
 )
+from eraudit_core.sensitivity._findings import (
+    GLOSSARY,
+    POOLED_LABEL,
+    by_evidence,
+    finding,
+    format_p,
+)
 from eraudit_core.sensitivity._import import (
     IMPORT_DROPPED_COLUMNS,
     ROLLOUT_COLUMNS,
@@ -53,6 +60,11 @@ from eraudit_core.sensitivity._tidy import (
 )
 
 __all__ = [
+    "GLOSSARY",
+    "POOLED_LABEL",
+    "by_evidence",
+    "finding",
+    "format_p",
     "BehaviourResult",
     "DEFAULT_V2_JUDGE",
     "DROP_REASONS",

@@ -359,7 +359,10 @@ def analyse(
     results: dict[str, BehaviourResult] = {}
     all_notes: list[str] = []
     if len(dropped):
-        all_notes.append(f"{len(dropped)} rollout(s) dropped; see 'dropped'")
+        all_notes.append(
+            f"{len(dropped)} rollout(s) left out of the analysis, each listed with its "
+            "reason under 'Dropped rollouts' (the result's dropped table)"
+        )
     for behaviour in sorted(tidy["behaviour"].unique()):
         dim = dimension or behaviour
         pb = panel[panel["behaviour"] == behaviour].reset_index(drop=True)

@@ -11,6 +11,7 @@ by the file name, so a copied log cannot double it and two judges in two files a
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,9 @@ ROLLOUT_COLUMNS = (
     "dimensions_dropped",
     "other_scores",
     "notes",
+    # The transcript the judge read ({id, role, text} per message, the kept branch), so a
+    # highlight's message ids open the message they cite. Empty for older rollouts files.
+    "messages",
 )
 
 
@@ -109,6 +113,36 @@ def _detail(reason: str, code: str) -> str:
     if code.startswith(("unmapped_", "ambiguous_")):
         return reason
     return reason[len(head) + 2 :] if head and reason.startswith(head + ": ") else ""
+
+
+def transcript_messages(messages: Any) -> list[dict[str, Any]] | None:
+    """{id, role, text} per message of a transcript, from Inspect ChatMessage objects (a log's
+    `sample.messages`) or their JSON dicts (a Petri v2 transcript's `target_messages`); tool
+    calls are appended to the text as `[tool call] name(arguments)`. None when absent."""
+    if not isinstance(messages, list | tuple) or not messages:
+        return None
+    out = []
+    for m in messages:
+        get = m.get if isinstance(m, dict) else lambda k, m=m: getattr(m, k, None)
+        content = get("content")
+        if isinstance(content, str):
+            text = content
+        elif isinstance(content, list | tuple):
+            parts = [
+                p.get("text") if isinstance(p, dict) else getattr(p, "text", None) for p in content
+            ]
+            text = "\n".join(str(p) for p in parts if p)
+        else:
+            text = ""
+        for call in get("tool_calls") or []:
+            cget = call.get if isinstance(call, dict) else lambda k, c=call: getattr(c, k, None)
+            text += (
+                f"\n[tool call] {cget('function')}({json.dumps(cget('arguments'), default=str)})"
+            )
+        out.append(
+            {"id": str(get("id") or ""), "role": str(get("role") or ""), "text": text.strip()}
+        )
+    return out
 
 
 def empty_dropped() -> pd.DataFrame:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from eraudit_core.errors import InputError
-from eraudit_core.sensitivity._import import Collector, ImportResult
+from eraudit_core.sensitivity._import import Collector, ImportResult, transcript_messages
 from eraudit_core.sensitivity._judges import (
     is_judge_scorer,
     judge_scores,
@@ -29,7 +29,7 @@ from eraudit_core.sensitivity._mapping import RolloutContext, TagMapping
 LOG_SUFFIXES = (".eval", ".json")
 # Conversations, events and their timelines are not needed and are most of a log's size
 # (events cannot be skipped without their timelines: those refer to them).
-_SKIP_FIELDS = {"events", "timelines", "messages", "attachments", "store"}
+_SKIP_FIELDS = {"events", "timelines", "attachments", "store"}
 
 
 def find_logs(paths: Iterable[str | Path]) -> list[tuple[Path, bool]]:
@@ -263,6 +263,7 @@ def _one_sample(
         "auditor_model": str(auditor),
         "target_model": str(target),
         "other_scores": ({**other, **{f"{k} (text)": v for k, v in other_text.items()}} or None),
+        "messages": transcript_messages(getattr(sample, "messages", None)),
     }
     for scorer in judges:
         sc = scores[scorer]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from eraudit_core.errors import InputError
-from eraudit_core.sensitivity._import import Collector, ImportResult
+from eraudit_core.sensitivity._import import Collector, ImportResult, transcript_messages
 from eraudit_core.sensitivity._judges import (
     KNOWN_OTHER_SCORERS,
     is_judge_scorer,
@@ -124,6 +124,7 @@ def _transcript(
         "auditor_model": str(meta["auditor_model"]),
         "target_model": str(meta["target_model"]),
         "other_scores": other or None,
+        "messages": transcript_messages(data.get("target_messages")),
     }
     for i, judge in enumerate(judges):
         first = i == 0

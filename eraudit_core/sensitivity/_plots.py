@@ -63,6 +63,20 @@ def _or_text(c: Contrast) -> str:
     return f"OR {c.odds_ratio:.3g} [{c.ci_low:.3g}, {c.ci_high:.3g}], {p}{flag}"
 
 
+def log_ticks(values: list[float]) -> list[float]:
+    """Tick values for a log axis that read as numbers: 1-2-5 steps over at most two
+    decades, whole decades over more (plotly's own minor labels read "2 5 0.1 2 5 1")."""
+    finite = [v for v in values if math.isfinite(v) and v > 0]
+    if not finite:
+        return [1.0]
+    lo, hi = math.floor(math.log10(min(finite))), math.ceil(math.log10(max(finite)))
+    steps = (1.0, 2.0, 5.0) if hi - lo <= 2 else (1.0,)
+    if hi - lo > 8:  # very wide intervals: every other decade
+        return [10.0**e for e in range(lo, hi + 1, 2)]
+    ticks = [m * 10.0**e for e in range(lo, hi + 1) for m in steps]
+    return [round(t, 12) for t in ticks if 10.0**lo <= t <= 10.0**hi]
+
+
 def odds_ratio_forest(result: BehaviourResult, include_per_pair: bool = True) -> go.Figure:
     """Forest plot of odds ratios vs the reference condition on a log axis, with 95% Wald CIs:
     the pooled (additive-model) contrasts first, then each pair's stratified contrasts. A
@@ -105,10 +119,12 @@ def odds_ratio_forest(result: BehaviourResult, include_per_pair: bool = True) ->
             )
         )
     fig.add_vline(x=1.0, line_dash="dash", line_color="grey")
+    ticks = log_ticks([v for _, c in rows for v in (c.ci_low, c.ci_high)] + [1.0])
     fig.update_layout(
         title=f"{safe_label(result.behaviour)}: odds ratio vs "
         f"{safe_label(result.reference_condition)} (95% CI)",
         xaxis_type="log",
+        xaxis={"tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks]},
         xaxis_title="odds ratio of a higher judge score (log scale)",
         yaxis={"autorange": "reversed"},
         legend_title="condition",

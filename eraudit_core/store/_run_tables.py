@@ -64,6 +64,11 @@ def _stopped(owner: Owner) -> str:
     return f"the process running it ({owner.describe()}) stopped"
 
 
+# The running stretch that ends now (the parameter; NULL: at the last heartbeat, for a process
+# that died), in seconds; 0 when the run was not running.
+_STRETCH = "coalesce(date_diff('millisecond', resumed_at, coalesce(?, heartbeat_at)) / 1000.0, 0)"
+
+
 class RunTables(Tables):
     """Run records: create, claim, record batches, finish; read with the true status."""
 
@@ -139,8 +144,10 @@ class RunTables(Tables):
             w.execute(
                 "UPDATE runs SET status = 'running', error = NULL, cancel_requested = FALSE, "
                 "started_at = coalesce(started_at, ?), finished_at = NULL, owner_pid = ?, "
-                "owner_host = ?, owner_token = ?, heartbeat_at = ? WHERE run_id = ?",
-                [_now(), me.pid, me.host, me.token, _now(), run_id],
+                "owner_host = ?, owner_token = ?, heartbeat_at = ?, "
+                "active_seconds = active_seconds + " + _STRETCH + ", resumed_at = ? "
+                "WHERE run_id = ?",
+                [_now(), me.pid, me.host, me.token, _now(), _now(), _now(), run_id],
             )
 
     def set_run_status(self, run_id: str, status: str, error: str | None = None) -> None:
@@ -152,8 +159,10 @@ class RunTables(Tables):
         with self._write() as w:
             if status in ("done", "failed", "cancelled", "interrupted"):
                 w.execute(
-                    "UPDATE runs SET status = ?, error = ?, finished_at = ? WHERE run_id = ?",
-                    [status, error, _now(), run_id],
+                    "UPDATE runs SET status = ?, error = ?, finished_at = ?, "
+                    "active_seconds = active_seconds + " + _STRETCH + ", resumed_at = NULL "
+                    "WHERE run_id = ?",
+                    [status, error, _now(), _now(), run_id],
                 )
             else:
                 w.execute("UPDATE runs SET status = ? WHERE run_id = ?", [status, run_id])
@@ -248,9 +257,10 @@ class RunTables(Tables):
             with self._write() as w:
                 for run_id, owner in dead:
                     w.execute(
-                        "UPDATE runs SET status = 'interrupted', error = ?, finished_at = ? "
+                        "UPDATE runs SET status = 'interrupted', error = ?, finished_at = ?, "
+                        "active_seconds = active_seconds + " + _STRETCH + ", resumed_at = NULL "
                         "WHERE run_id = ? AND status IN ('pending', 'running')",
-                        [_stopped(owner), _now(), run_id],
+                        [_stopped(owner), _now(), None, run_id],
                     )
         return [rid for rid, _ in dead]
 
@@ -428,7 +438,8 @@ class RunTables(Tables):
             "r.queries_cached, r.error, (SELECT count(*) FROM run_pairs p WHERE p.run_id = r.run_id), "
             "(SELECT count(*) FROM run_pairs p WHERE p.run_id = r.run_id AND p.status = 'degraded'), "
             "(SELECT count(*) FROM run_steps s WHERE s.run_id = r.run_id), "
-            "r.owner_pid, r.owner_host, r.owner_token, r.heartbeat_at, r.traffic "
+            "r.owner_pid, r.owner_host, r.owner_token, r.heartbeat_at, r.traffic, "
+            "r.active_seconds, r.resumed_at "
             "FROM runs r WHERE r.run_id = ?",
             [run_id],
         )
@@ -451,6 +462,10 @@ class RunTables(Tables):
             "pairs_done": r[7],
             "pairs_degraded": r[8],
             "steps": r[9],
+            # Seconds the run has been running, stretches before this one (`resumed_at` is
+            # set while it runs; NULL when it stopped, or was never claimed).
+            "active_seconds": float(r[15] or 0.0),
+            "resumed_at": r[16] if dead is None else None,
         }
 
     def delete_run(self, run_id: str) -> None:

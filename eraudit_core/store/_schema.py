@@ -152,6 +152,16 @@ MIGRATIONS: dict[int, list[str]] = {
             PRIMARY KEY (origin, fingerprint, prompt_hash))""",
         "ALTER TABLE runs ADD COLUMN imported_from JSON",
     ],
+    # 8 (issue 20): the time a run actually ran, so the live view's elapsed time and rate leave
+    # out the time it sat cancelled or interrupted: `resumed_at` is when this stretch of running
+    # began (NULL while stopped) and `active_seconds` the total of the stretches before it.
+    # Finished runs are credited their whole started-to-finished span (no better record).
+    8: [
+        "ALTER TABLE runs ADD COLUMN active_seconds DOUBLE DEFAULT 0",
+        "ALTER TABLE runs ADD COLUMN resumed_at TIMESTAMP",
+        "UPDATE runs SET active_seconds = coalesce(date_diff('millisecond', started_at, "
+        "coalesce(finished_at, heartbeat_at, started_at)) / 1000.0, 0)",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 RUN_STATUSES = ("pending", "running", "done", "failed", "cancelled", "interrupted")

@@ -55,9 +55,11 @@ def wait_http(url: str, timeout: float = 60.0) -> None:
 
 @contextmanager
 def dashboard(db: str, log_path: Path, **env: str) -> Iterator[str]:
-    """`streamlit run app.py` on a free loopback port with ERAUDIT_DB=db; yields its URL."""
+    """`streamlit run app.py` on a free loopback port with ERAUDIT_DB=db; yields its URL.
+
+    The embedded demo is off unless `env` says otherwise (ERAUDIT_NO_DEMO="")."""
     port = free_port()
-    full_env = dict(os.environ, ERAUDIT_DB=db, ERAUDIT_NO_DEMO="1", **env)
+    full_env = {**os.environ, "ERAUDIT_DB": db, "ERAUDIT_NO_DEMO": "1", **env}
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
             [

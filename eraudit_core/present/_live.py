@@ -1,0 +1,171 @@
+"""What the live view of a running audit says: progress in scored paraphrases, rate, time left.
+
+Counted from what the store holds, as it is written: every batch of an audit writes its steps
+(one per scored paraphrase) with a timestamp, so progress moves with each batch, not only when
+a question ends. The rate is read over a moving window of recent batches, and the time left is
+the paraphrases still planned at that rate, so one slow or fast question does not swing it.
+Elapsed time counts only the stretches the run was running (the store's `active_seconds` and
+`resumed_at`), never the time it sat cancelled or interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+
+from eraudit_core.audit import AuditConfig, build_items, items_from_table, read_score_table
+from eraudit_core.errors import InputError
+from eraudit_core.store import Store
+
+RATE_WINDOW_S = 60.0
+
+
+def planned_paraphrases(config: AuditConfig, pools: Mapping[str, int] | None = None) -> int:
+    """The most paraphrases one question can need under `config`: its search budget plus, per
+    test generator, the test budget (or n* when the run stops at p*, if smaller).
+
+    `pools` (generator -> pool size, with "search" for the search set) caps each part at what
+    the question has; without it the budgets are the plan."""
+    pools = pools or {}
+    search = config.search_budget
+    if "search" in pools:
+        search = min(search, int(pools["search"]))
+    cap = config.test_budget
+    if config.stop_after is not None:
+        cap = min(cap, config.stop_after)
+    return search + sum(
+        min(cap, int(pools[g])) if g in pools else cap for g in config.test_generators
+    )
+
+
+@dataclass(frozen=True)
+class LiveProgress:
+    """The live view's numbers (see module docstring). `fraction` is in [0, 1]."""
+
+    scored: int  # paraphrases scored and written so far (every step of the run)
+    done_units: int  # planned paraphrases accounted for: finished questions count in full
+    total_units: int
+    fraction: float
+    elapsed_s: float  # time spent running, pauses and cancellations left out
+    rate: float | None  # paraphrases per second over the moving window
+    time_left_s: float | None  # None when unknown (no rate yet, or the run is not running)
+
+
+def live_progress(
+    *,
+    plans: Mapping[str, int],
+    finished: Sequence[str],
+    steps: pd.DataFrame,
+    now: datetime,
+    active_seconds: float,
+    resumed_at: datetime | None,
+    running: bool,
+    window_s: float = RATE_WINDOW_S,
+) -> LiveProgress:
+    """Progress of a run from its stored steps.
+
+    `plans`: pair id -> planned paraphrases (`planned_paraphrases`) for every question of the
+    run; `finished`: pair ids with a verdict; `steps`: the run's steps, columns pair_id and
+    recorded_at (one row per scored paraphrase); `active_seconds`/`resumed_at`: the store's
+    record of the time the run ran (`resumed_at` set while it runs).
+    """
+    done_set = set(finished)
+    counts = steps.groupby("pair_id").size() if not steps.empty else pd.Series(dtype=int)
+    total = int(sum(plans.values()))
+    done_units = sum(plans[p] for p in plans if p in done_set) + sum(
+        min(int(counts.get(p, 0)), plans[p]) for p in plans if p not in done_set
+    )
+    elapsed = float(active_seconds)
+    if resumed_at is not None and running:
+        elapsed += max(0.0, (now - resumed_at).total_seconds())
+    rate = _window_rate(steps, resumed_at if running else None, window_s)
+    left = (total - done_units) / rate if running and rate else None
+    return LiveProgress(
+        scored=int(len(steps)),
+        done_units=int(done_units),
+        total_units=total,
+        fraction=min(1.0, done_units / total) if total else 0.0,
+        elapsed_s=elapsed,
+        rate=rate,
+        time_left_s=left,
+    )
+
+
+def _batches(steps: pd.DataFrame) -> pd.Series:
+    """Paraphrases per written batch (steps share the timestamp of their batch), by time."""
+    if steps.empty:
+        return pd.Series(dtype=int)
+    return steps.groupby(pd.to_datetime(steps["recorded_at"])).size().sort_index()
+
+
+def _window_rate(steps: pd.DataFrame, since: datetime | None, window_s: float) -> float | None:
+    """Paraphrases per second over the batches of the `window_s` seconds up to the last one
+    (of this running stretch, from `since`): the work of every batch after the first, over the
+    time from the first to the last. With one batch, its work over the time since the stretch
+    began. Measured up to the last batch, not to now, so the rate holds between batches."""
+    batches = _batches(steps)
+    if batches.empty:
+        return None
+    if since is not None:
+        batches = batches[batches.index >= pd.Timestamp(since)]
+    if batches.empty:
+        return None
+    last = batches.index[-1]
+    recent = batches[batches.index >= last - pd.Timedelta(seconds=window_s)]
+    if len(recent) >= 2:
+        span = (recent.index[-1] - recent.index[0]).total_seconds()
+        return float(recent.iloc[1:].sum()) / span if span > 0 else None
+    if since is not None:
+        span = (last - pd.Timestamp(since)).total_seconds()
+        return float(batches.sum()) / span if span > 0 else None
+    return None
+
+
+def run_plans(store: Store, run: Mapping[str, Any]) -> dict[str, int]:
+    """pair id -> planned paraphrases for every question of a stored run.
+
+    The run's recorded inputs (a model run's benchmark and pair ids, or a score table) give
+    each question's pool sizes; when they cannot be read (a run from another machine, a table
+    that moved), the budgets are the plan and questions not yet started get placeholder ids.
+    """
+    config = AuditConfig.from_dict(run["config"])
+    items = _recorded_items(store, run, config)
+    if items is not None:
+        return {
+            it.pair_id: planned_paraphrases(
+                config,
+                {"search": len(it.search), **{g: len(p) for g, p in it.tests.items()}},
+            )
+            for it in items
+        }
+    plan = planned_paraphrases(config)
+    known = list(store.pair_results(run["run_id"])["pair_id"])
+    known += [p for p in store.steps(run["run_id"])["pair_id"].unique() if p not in known]
+    n = max(int(run.get("n_pairs") or 0), len(known))
+    return {**{str(p): plan for p in known}, **{f"#{i}": plan for i in range(len(known), n)}}
+
+
+def run_question_texts(store: Store, run: Mapping[str, Any]) -> dict[str, str]:
+    """pair id -> hidden question, from the run's recorded inputs (empty when unreadable), so
+    a question can be named before its verdict is stored."""
+    items = _recorded_items(store, run, AuditConfig.from_dict(run["config"])) or []
+    return {it.pair_id: " ".join(it.hidden.question.split()) for it in items}
+
+
+def _recorded_items(store: Store, run: Mapping[str, Any], config: AuditConfig) -> list[Any] | None:
+    source = str(run.get("source") or "")
+    try:
+        if source.startswith("table:"):
+            table = read_score_table(source.removeprefix("table:"))
+            return list(items_from_table(table, source=source)[0])
+        if source.startswith("{"):
+            spec = json.loads(source)
+            return build_items(store, spec["benchmark_id"], spec["pair_ids"], config)[0]
+    except (InputError, OSError, KeyError, ValueError):
+        return None
+    return None

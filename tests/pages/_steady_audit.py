@@ -1,0 +1,89 @@
+"""A table-backed audit that advances at a steady, known pace, for the live view's tests.
+
+`python _steady_audit.py DB TABLE DELAY` audits the score table TABLE into the store DB with
+the real engine; each checkpoint waits DELAY seconds per query it scores, so every paraphrase
+costs the same time and the run advances steadily. `write_table` writes a table whose first
+questions degrade on their one search paraphrase (they end at once) and whose others are clean
+and run the sequential test to n*: the mix that made a per-question ETA grow mid-run.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from eraudit_core.audit import (  # noqa: E402
+    AuditConfig,
+    AuditEngine,
+    TableVerifier,
+    items_from_table,
+    read_score_table,
+    table_digest,
+)
+from eraudit_core.store import Store  # noqa: E402
+from eraudit_core.types import Query, QueryScore  # noqa: E402
+
+LABEL = "steady table run"
+CONFIG = AuditConfig(
+    epsilon=0.5,
+    confidence=0.95,
+    search_budget=1,
+    test_budget=20,
+    target=0.85,  # n* = 19 clean draws
+    batch_size=2,
+    test_generators=("rules",),
+)
+
+
+class SteadyTable(TableVerifier):
+    """A TableVerifier that takes `delay` seconds per query, like a model of fixed speed."""
+
+    def __init__(self, table: pd.DataFrame, column: str, digest: str, delay: float) -> None:
+        super().__init__(table, column, digest)
+        self.delay = delay
+
+    def score(self, queries: Sequence[Query]) -> list[QueryScore]:
+        time.sleep(self.delay * len(queries))
+        return super().score(queries)
+
+
+def write_table(path: Path, n_fast: int = 2, n_slow: int = 3, n_test: int = 20) -> Path:
+    """Questions q0.. : the first `n_fast` degrade in stage 1, the rest pass every test draw."""
+    rows = []
+    for i in range(n_fast + n_slow):
+        pid, fast = f"q{i}", i < n_fast
+        rows.append((pid, "monitored", "", 0, f"Monitored question {i}?", 0.4, 0.8))
+        rows.append((pid, "hidden", "", 0, f"Hidden question number {i}?", 0.7, 0.7))
+        # D = (0.7 - p_post) / 0.4: 1.5 for the fast questions (a counterexample), 0 else.
+        rows.append(
+            (pid, "search", "search", 1, f"Reworded hidden {i}?", 0.7, 0.1 if fast else 0.7)
+        )
+        for j in range(1, n_test + 1):
+            rows.append((pid, "test", "rules", j, f"Test rewording {j} of {i}?", 0.7, 0.7))
+    cols = ["pair_id", "role", "generator", "idx", "text", "p_pre", "p_post"]
+    pd.DataFrame(rows, columns=cols).to_csv(path, index=False)
+    return path
+
+
+def main(db: str, table: str, delay: float) -> None:
+    df = read_score_table(table)
+    items, _ = items_from_table(df, source=table)
+    digest = table_digest(table)
+    with Store(db) as store:
+        AuditEngine(
+            store,
+            SteadyTable(df, "p_pre", digest, delay),
+            SteadyTable(df, "p_post", digest, delay),
+            CONFIG,
+        ).start(items, label=LABEL, source=f"table:{table}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], float(sys.argv[3]))

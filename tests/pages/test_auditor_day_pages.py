@@ -1,0 +1,164 @@
+"""Issue 20 under AppTest: selection you can trust, the live run's controls, the Run form's
+defaults. (The same defects in a real browser: test_auditor_day_browser.py.)"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from eraudit_core.store import Store  # noqa: E402
+from ui import synthetic  # noqa: E402
+
+APP = str(ROOT / "app.py")
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, synthetic.SyntheticInfo]:
+    path = tmp_path_factory.mktemp("tpl20") / "store.duckdb"
+    with Store(path) as store:
+        info = synthetic.build_synthetic_store(store, n_pairs=3, n_search=2, n_test=4)
+    return path, info
+
+
+@pytest.fixture
+def filled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, template: tuple[Path, synthetic.SyntheticInfo]
+) -> synthetic.SyntheticInfo:
+    db = tmp_path / "studio.duckdb"
+    shutil.copy(template[0], db)
+    monkeypatch.setenv("ERAUDIT_DB", str(db))
+    monkeypatch.setenv("ERAUDIT_NO_DEMO", "1")
+    return template[1]
+
+
+def app() -> AppTest:
+    return AppTest.from_file(APP, default_timeout=60)
+
+
+def no_errors(at: AppTest) -> None:
+    assert not at.exception, [e.message for e in at.exception]
+
+
+# AppTest runs the entry script (app.py, the sidebar) only on its first run; later runs run the
+# current page alone. So the sidebar's behaviour over several reruns is tested in a real browser
+# (test_auditor_day_browser.py); here each case starts a session in the state that matters.
+
+
+def test_new_run_is_offered_never_made_the_default(filled: synthetic.SyntheticInfo) -> None:
+    at = app()
+    # This session picked the honest run when only it was known; the adversarial run (newest)
+    # appeared later.
+    at.session_state["_run_choice"] = filled.run_ids["honest"]
+    at.session_state["_known_runs"] = {filled.run_ids["honest"]}
+    at.run()
+    no_errors(at)
+    assert at.sidebar.selectbox(key="selected_run").value == filled.run_ids["honest"]
+    assert any("new run" in i.value for i in at.sidebar.info)
+    assert any(filled.run_ids["adversarial"] in t.value for t in at.sidebar.text)
+    assert {b.label for b in at.sidebar.button} == {"Select it", "Dismiss"}
+    # Negative control: a fresh session starts on the newest run and offers nothing.
+    fresh = app().run()
+    assert fresh.sidebar.selectbox(key="selected_run").value == filled.run_ids["adversarial"]
+    assert not fresh.sidebar.info
+
+
+def test_run_param_is_read_only_when_the_link_arrives(filled: synthetic.SyntheticInfo) -> None:
+    first = app()
+    first.query_params["run"] = filled.run_ids["honest"]
+    first.run()
+    assert first.sidebar.selectbox(key="selected_run").value == filled.run_ids["honest"]
+    page_key = first.session_state["_last_page"]
+    # A rerun of the same page with ?run= still in the URL (as the app wrote it before): the
+    # user's later choice stands.
+    again = app()
+    again.session_state["_last_page"] = page_key
+    again.session_state["_run_choice"] = filled.run_ids["adversarial"]
+    again.query_params["run"] = filled.run_ids["honest"]
+    again.run()
+    assert again.sidebar.selectbox(key="selected_run").value == filled.run_ids["adversarial"]
+    # Negative control: the same URL arriving from another page is applied.
+    other = app()
+    other.session_state["_last_page"] = "results"
+    other.session_state["_run_choice"] = filled.run_ids["adversarial"]
+    other.query_params["run"] = filled.run_ids["honest"]
+    other.run()
+    assert other.sidebar.selectbox(key="selected_run").value == filled.run_ids["honest"]
+
+
+def test_results_compare_choices_follow_the_one_selection(filled: synthetic.SyntheticInfo) -> None:
+    at = app().run()
+    at.switch_page("pages/results.py").run()
+    no_errors(at)
+    left, right = at.selectbox(key="results_left"), at.selectbox(key="results_right")
+    assert left.value != right.value
+    right.select(filled.run_ids["adversarial"]).run()
+    at.selectbox(key="results_left").select(filled.run_ids["honest"]).run()
+    for _ in range(2):
+        no_errors(at)
+        assert at.selectbox(key="results_left").value == filled.run_ids["honest"]
+        assert at.selectbox(key="results_right").value == filled.run_ids["adversarial"]
+        at.toggle[0].set_value(not at.toggle[0].value).run()
+
+
+def test_run_form_defaults_fit_the_demo_and_every_field_has_help(
+    filled: synthetic.SyntheticInfo,
+) -> None:
+    from eraudit_core.audit import AuditConfig
+    from eraudit_core.demo import DEMO_AUDIT_SETTINGS
+
+    at = app().run()
+    at.switch_page("pages/run.py").run()
+    no_errors(at)
+    boxes = {n.label: n for n in at.number_input}
+    assert boxes["Tolerance epsilon"].value == 0.5 == DEMO_AUDIT_SETTINGS["epsilon"]
+    assert boxes["Target p*"].value == 0.8 == DEMO_AUDIT_SETTINGS["target"]
+    fields = [*at.number_input, *at.selectbox, *at.multiselect, *at.text_input, *at.checkbox]
+    form = [f for f in fields if f.key not in ("selected_run", "compare_run")]
+    assert len(form) >= 15
+    assert not [f.label for f in form if not f.help], "fields without help"
+    # The library's and the CLI's defaults are unchanged (only the form's changed).
+    assert AuditConfig().epsilon == 0.1 and AuditConfig().target is None
+    from eraudit_core.cli._main import build_parser
+
+    for argv in (["audit-table", "x.csv"], ["audit", "--pre", "a", "--post", "b"]):
+        args = build_parser().parse_args([*argv, "--db", "x.duckdb"])
+        assert args.epsilon == 0.1 and args.target is None
+
+
+def test_cancelling_a_pending_run_shows_cancelled_at_once(filled: synthetic.SyntheticInfo) -> None:
+    with Store(os.environ["ERAUDIT_DB"]) as store:  # pending: "loading its checkpoints"
+        store.create_run("run-loading", label="loading", config={}, n_pairs=2)
+    at = app()
+    at.query_params["watch"] = "run-loading"
+    at.run()
+    at.switch_page("pages/run.py").run()
+    no_errors(at)
+    assert any(c.value == "status: pending" for c in at.caption)
+    next(b for b in at.button if b.label == "Cancel this run").click().run()
+    no_errors(at)
+    assert any(c.value == "status: cancelled" for c in at.caption)
+    with Store(os.environ["ERAUDIT_DB"]) as store:
+        assert store.run("run-loading")["status"] == "cancelled"
+
+
+def test_resume_list_names_run_ids(filled: synthetic.SyntheticInfo) -> None:
+    with Store(os.environ["ERAUDIT_DB"]) as store:
+        for rid in ("run-a-111111", "run-b-222222"):  # two runs under one label
+            store.create_run(rid, label="same label", config={}, n_pairs=2, source="table:x.csv")
+            store.set_run_status(rid, "cancelled", "by the test")
+    at = app().run()
+    at.switch_page("pages/run.py").run()
+    no_errors(at)
+    lines = [t.value for t in at.text if "same label" in t.value]
+    assert len(lines) == 2 and {"run-a-111111", "run-b-222222"} == {
+        rid for line in lines for rid in ("run-a-111111", "run-b-222222") if rid in line
+    }

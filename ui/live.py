@@ -1,0 +1,284 @@
+"""The Run page's live panel: a running audit as an auditor reads it, polled from the store.
+
+The background thread (eraudit_core.audit via JobRunner) never calls streamlit; the panel is an
+`st.fragment(run_every=...)` that re-reads the store, so a browser reload, a second tab or a
+restarted app all see the same state. Progress, rate and time left come from
+`present.live_progress` (paraphrases as they are written, a moving-window rate, elapsed time
+without pauses); the chart follows any question of the run from its first scored paraphrase.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from eraudit_core import present
+from eraudit_core.errors import StoreError
+from eraudit_core.text import safe_label
+from ui import state, widgets
+from ui.runview import ACTIVE
+
+POLL_SECONDS = 1.5
+FOLLOW = ""  # the question picker's "follow the question being scored" choice
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _plans(path: str, run_id: str) -> dict[str, int]:
+    """Planned paraphrases per question (fixed for a run: its inputs are recorded)."""
+    store = state.get_store()
+    return present.run_plans(store, store.run(run_id))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _question_texts(path: str, run_id: str) -> dict[str, str]:
+    """Hidden question per pair id, from the run's recorded inputs (fixed for a run)."""
+    store = state.get_store()
+    return present.run_question_texts(store, store.run(run_id))
+
+
+def is_active(run_id: str) -> bool:
+    """Running here (this process's thread is alive: loading, or just resumed and not yet
+    marked running) or anywhere (the store says so, e.g. an audit in a terminal)."""
+    rec = state.run_record(run_id)
+    job = state.job_state(run_id)
+    return bool(job["alive"]) or (rec is not None and rec["status"] in ACTIVE)
+
+
+def fmt_seconds(s: float | None) -> str:
+    if s is None:
+        return "-"
+    s = int(round(s))
+    if s >= 3600:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    return f"{s // 60} min {s % 60:02d} s" if s >= 60 else f"{s} s"
+
+
+def _traffic(traffic: dict[str, Any] | None, active: bool) -> None:
+    """Requests in flight and prompts/s of served checkpoints, as the engine last stored them."""
+    if not traffic:
+        return
+    cols = st.columns(4)
+    cols[0].metric("requests in flight", int(traffic.get("in_flight", 0)) if active else 0)
+    if active:
+        cols[1].metric(
+            f"prompts/s (last {traffic.get('window_s', 10):g} s)", traffic["prompts_per_s"]
+        )
+    else:
+        cols[1].metric("prompts/s (this session)", traffic.get("prompts_per_s_session", 0.0))
+    cols[2].metric("prompts scored by the servers", int(traffic.get("prompts", 0)))
+    cols[3].metric("most requests in flight", int(traffic.get("peak_in_flight", 0)))
+    st.caption(
+        f"Served checkpoints: {traffic.get('requests', 0)} requests, {traffic.get('retries', 0)} "
+        f"retries, {traffic.get('failures', 0)} failed after retries, "
+        f"{traffic.get('fallbacks', 0)} labels read from prompt log-probs (outside the top-k); "
+        f"updated {traffic.get('updated_at', '-')} UTC. A prompt is one answer order of one "
+        "question; counts start when the run (or its resumption) started."
+    )
+
+
+def _current_question(steps: pd.DataFrame, plans: dict[str, int], finished: set[str]) -> str:
+    """The question being scored: that of the last written step unless it has finished, else
+    the first question without a verdict."""
+    if not steps.empty:
+        last = str(steps.sort_values("recorded_at")["pair_id"].iloc[-1])
+        if last not in finished:
+            return last
+    waiting = [p for p in plans if p not in finished and not p.startswith("#")]
+    if waiting:
+        return waiting[0]
+    return str(steps["pair_id"].iloc[-1]) if not steps.empty else next(iter(plans), "")
+
+
+def _question_choice(
+    run_id: str,
+    ids: list[str],
+    texts: dict[str, str],
+    verdicts: dict[str, str],
+    now: str,
+    running: bool,
+) -> str:
+    """Which question the chart shows: the one being scored (default) or any other."""
+
+    def label(pid: str) -> str:
+        if pid == FOLLOW:
+            return "The question being scored now" if running else "The last question scored"
+        status = verdicts.get(pid) or ("being scored" if pid == now else "waiting")
+        return f"{safe_text(texts.get(pid, pid), 80)}  [{status}]"
+
+    pick = st.selectbox(
+        "Question on the chart",
+        [FOLLOW, *ids],
+        format_func=label,
+        key=f"watchq-{run_id}",
+        help="Every question of the run, with its verdict once it has one.",
+    )
+    return now if pick == FOLLOW else str(pick)
+
+
+def safe_text(text: str, limit: int) -> str:
+    s = " ".join(str(text).split())
+    return s if len(s) <= limit else s[: limit - 1] + "\u2026"
+
+
+def _chart(run_id: str, rec: dict[str, Any], steps: pd.DataFrame, pair_id: str, text: str):  # type: ignore[no-untyped-def]
+    """Stage 2's bound once the sequential test runs, stage 1's D per search paraphrase
+    before; titled by the question's text (escaped for plotly)."""
+    mine = steps[steps["pair_id"] == pair_id]
+    title = safe_label(text, 90)
+    if (mine["stage"] == 2).any():
+        return present.bound_trajectory_figure(
+            present.bound_trajectory_frame(mine),
+            title=title,
+            target=rec["config"].get("target"),
+        )
+    return present.paraphrase_d_figure(
+        mine[mine["stage"] == 1], epsilon=rec["config"].get("epsilon"), title=title
+    )
+
+
+def _finished(run_id: str, rec: dict[str, Any]) -> None:
+    """A run that ended: its verdict counts and the way on to Results and Share."""
+    pairs = state.get_store().pair_results(run_id)
+    ov = present.run_overview(pairs)
+    what = "Finished" if rec["status"] == "done" else f"Stopped ({rec['status']})"
+    st.markdown(f"**{what}: verdicts of {ov['n_pairs']} question(s)**")
+    c = st.columns(4)
+    c[0].metric("degraded", ov["n_degraded"])
+    c[1].metric("certified", ov["n_certified"])
+    c[2].metric("passed (not a certificate)", ov["n_passed"])
+    c[3].metric("inconclusive", ov["n_inconclusive"])
+    c = st.columns(2)
+    c[0].page_link(
+        "pages/results.py",
+        label="See this run in Results",
+        icon=":material/insights:",
+        query_params={"run": run_id},
+    )
+    c[1].page_link(
+        "pages/share.py",
+        label="Share this run",
+        icon=":material/ios_share:",
+        query_params={"run": run_id},
+    )
+
+
+def cancel(run_id: str) -> None:
+    """Ask the run to stop after its current batch; a run still loading its checkpoints
+    (pending) has nothing to finish and reads cancelled at once."""
+    store = state.get_store()
+    status = store.run_progress(run_id)["status"]
+    store.request_cancel(run_id)
+    state.get_runner().cancel(run_id)
+    # No toast here: an element drawn from a callback of a fragment rerun lands at the top of
+    # the app (Streamlit warns) and can leave the page's later widgets unresponsive.
+    if status == "pending":
+        store.set_run_status(run_id, "cancelled", "cancelled by the user before it started")
+
+
+def _panel(run_id: str, was_active: bool) -> None:
+    store = state.get_store()
+    rec = state.run_record(run_id)
+    job = state.job_state(run_id)
+    if rec is None:
+        if job["error"]:
+            widgets.show_error("The run stopped before it started:", RuntimeError(job["error"]))
+        elif job["alive"]:
+            st.info("Loading the checkpoints (the first time can take about half a minute)...")
+        else:
+            st.warning("This run is not in the store.")
+        return
+    prog = store.run_progress(run_id)
+    status = str(prog["status"])
+    # Which run and its status first: they are what a reload must show at once.
+    st.text(f"{rec.get('label') or run_id}   ({run_id})")
+    st.caption(f"status: {status}")
+    running = status == "running"
+    steps = store.steps(run_id)
+    plans = _plans(state.db_path(), run_id)
+    pairs = store.pair_results(run_id)
+    finished = set(pairs["pair_id"])
+    live = present.live_progress(
+        plans=plans,
+        finished=list(finished),
+        steps=steps,
+        now=datetime.now(UTC).replace(tzinfo=None),
+        active_seconds=prog["active_seconds"],
+        resumed_at=prog["resumed_at"],
+        running=running,
+    )
+    cols = st.columns(5)
+    cols[0].metric("questions done", f"{prog['pairs_done']} / {prog['n_pairs']}")
+    cols[1].metric(
+        "paraphrases scored",
+        live.scored,
+        help="Each paraphrase is counted as soon as its scores are written (once per batch).",
+    )
+    n_cex = int(steps["is_counterexample"].sum()) if not steps.empty else 0
+    cols[2].metric("counterexamples so far", n_cex)
+    cols[3].metric(
+        "paraphrases/s (last min)",
+        "-" if live.rate is None else f"{live.rate:.2f}",
+    )
+    cols[4].metric(
+        "time left (estimate)",
+        fmt_seconds(live.time_left_s),
+        help="The paraphrases still planned (each question's search budget and, per test "
+        "generator, n* or the test budget, capped by its pool) at the rate of the last minute. "
+        "Questions that stop early at a counterexample finish sooner.",
+    )
+    st.progress(live.fraction)
+    st.caption(
+        f"{live.done_units} of at most {live.total_units} planned paraphrases accounted for "
+        f"(a finished question counts in full); running for {fmt_seconds(live.elapsed_s)} "
+        f"(time paused or cancelled not counted); model queries scored "
+        f"{prog['queries_scored']}, read from cache {prog['queries_cached']} (these two are "
+        "counted when a question finishes)"
+    )
+    _traffic(prog.get("traffic"), status in ACTIVE)
+    if rec.get("error") and status != "done":
+        st.caption("Message:")
+        st.text(str(rec["error"]))
+    if status not in ACTIVE:
+        _finished(run_id, rec)
+    texts = {**_question_texts(state.db_path(), run_id),
+             **dict(zip(pairs["pair_id"], pairs["hidden_question"], strict=True))}  # fmt: skip
+    ids = [p for p in plans if not p.startswith("#")]
+    if steps.empty and not finished:
+        st.caption("The chart appears when the first paraphrases of a question are scored.")
+    elif ids:
+        now = _current_question(steps, plans, finished)
+        verdicts = dict(zip(pairs["pair_id"], pairs["status"], strict=True))
+        pair_id = _question_choice(run_id, ids, texts, verdicts, now, running)
+        fig = _chart(run_id, rec, steps, pair_id, texts.get(pair_id, pair_id))
+        st.plotly_chart(fig, key=f"live-{run_id}", config={"displaylogo": False})
+        st.page_link(
+            "pages/explorer.py",
+            label="Open this question in the explorer",
+            query_params={"run": run_id, "pair": pair_id},
+        )
+    active = is_active(run_id)
+    if active and status in ACTIVE:
+        # A callback, so the redraw that follows the click already shows the new status.
+        st.button("Cancel this run", key=f"cancel-{run_id}", on_click=cancel, args=(run_id,))
+    if was_active and not active:
+        st.rerun()  # the run ended: redraw the page once, without polling
+
+
+def _polled_panel(run_id: str, was_active: bool) -> None:
+    """`_panel`, with a notice instead of a crash when the store stays busy (the next poll
+    tries again)."""
+    try:
+        _panel(run_id, was_active)
+    except StoreError as exc:
+        widgets.store_notice(exc, key=f"store-busy-live-{run_id}")
+
+
+def watch_panel(run_id: str) -> None:
+    """The live panel; it polls the store while the run is active and stops once it ends."""
+    active = is_active(run_id)
+    if st.query_params.get("watch") != run_id:
+        st.query_params["watch"] = run_id
+    st.fragment(run_every=POLL_SECONDS if active else None)(_polled_panel)(run_id, active)

@@ -161,6 +161,8 @@ def exclusion(run_id: str) -> None:
             st.error(f"No new run was written: {exc}")
             return
         state.select_run(new)
+        st.query_params["run"] = new  # the pages' deep link follows the new run too
+        st.query_params.pop("pair", None)
         st.session_state["_derived_notice"] = new
         st.rerun()
 

@@ -180,7 +180,7 @@ def first_screen(run_ids: Sequence[str]) -> None:
                     f"p(true answer) on the rewording: {ex['p_pre']:.2f} before adaptation, "
                     f"**{ex['p_post']:.2f}** after: a drop of **{ex['drop']:.2f}**."
                 )
-    st.caption(f"D: {present.D_IN_ONE_LINE}")
+    st.caption(md_escape(present.D_IN_ONE_LINE))
 
 
 def marker_legend() -> None:

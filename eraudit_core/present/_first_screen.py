@@ -139,7 +139,7 @@ def first_screen_html(store: Store, run_ids: Sequence[str]) -> str:
             )
         box.append("</div></div>")
         out.append("".join(box))
-    out.append(f'<p class="note"><b>D</b>: {esc(D_IN_ONE_LINE)}</p>')
+    out.append(f'<p class="note">{esc(D_IN_ONE_LINE)}</p>')
     return "\n".join(out)
 
 

@@ -104,6 +104,11 @@ class LabelTables(Tables):
         bad = bad.drop_duplicates(["pair_id", "stage", "generator", "t"], keep="first")
         cols = ["pair_id", "stage", "generator", "t", "text", "author", "created_at"]
         return [
-            {**r, "stage": int(r["stage"]), "t": int(r["t"]), "created_at": str(r["created_at"])}
+            {
+                **{str(k): v for k, v in r.items()},
+                "stage": int(r["stage"]),
+                "t": int(r["t"]),
+                "created_at": str(r["created_at"]),
+            }
             for r in bad[cols].to_dict("records")
         ]

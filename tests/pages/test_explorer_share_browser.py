@@ -105,6 +105,8 @@ def test_explorer_opens_on_the_most_severe_question_and_fits_1400(browser, serve
     assert fits["scroll"] <= fits["client"], fits
     assert fits["right"] <= fits["window"] and fits["page"] <= WIDE["width"], fits
     page.screenshot(path=str(shots / "explorer-1400x900.png"), full_page=False)
+    page.locator(".eraudit-rewordings").scroll_into_view_if_needed()
+    page.screenshot(path=str(shots / "explorer-table-1400x900.png"), full_page=False)
     page.close()
     phone = _open(browser, f"{server}/explorer?run={prepared['run']}", PHONE)
     phone.screenshot(path=str(shots / "explorer-390x844.png"), full_page=False)
@@ -125,10 +127,12 @@ def test_report_first_screen_and_no_overflow_at_390(browser, prepared, shots):  
 
 def test_share_page_fits_a_phone(browser, server, prepared, shots):  # type: ignore[no-untyped-def]
     page = _open(browser, f"{server}/share?run={prepared['run']}", PHONE)
-    page.get_by_text("the audit found").first.wait_for(timeout=30_000)
+    page.get_by_text("HTML report").first.wait_for(timeout=30_000)
     width = page.evaluate(PAGE_WIDTH_JS)
     page.screenshot(path=str(shots / "share-390x844.png"), full_page=False)
     assert width <= PHONE["width"], f"Share is {width} px wide on a 390 px phone"
+    first = page.get_by_text("the audit found").first
+    assert first.bounding_box()["y"] < PHONE["height"]  # the sentence is on the first screen
     page.close()
     wide = _open(browser, f"{server}/share?run={prepared['run']}", WIDE)
     wide.screenshot(path=str(shots / "share-1400x900.png"), full_page=False)

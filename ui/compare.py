@@ -21,6 +21,12 @@ DIFF_CSS = """
 .eraudit-diff th { background: #f6f6f6; }
 .eraudit-diff tr.differ td { background: #fff4e0; }
 .eraudit-diff td.num { text-align: right; font-variant-numeric: tabular-nums; }
+@media (max-width: 640px) {  /* a phone: let numbers keep their width, the question wraps */
+  .eraudit-diff table { table-layout: auto; font-size: .72rem; }
+  .eraudit-diff th { width: auto !important; overflow-wrap: normal; }
+  .eraudit-diff td.num, .eraudit-diff td.verdict { overflow-wrap: normal; white-space: nowrap; }
+  .eraudit-diff th, .eraudit-diff td { padding: .25rem .2rem; }
+}
 </style>
 """
 COLUMNS = (  # (header, width %)
@@ -36,7 +42,7 @@ COLUMNS = (  # (header, width %)
 
 
 def _num(x: float) -> str:
-    return "n/a" if pd.isna(x) else f"{x:.3g}"
+    return "n/a" if pd.isna(x) else f"{x:.2g}"
 
 
 def diff_html(diff: pd.DataFrame) -> str:
@@ -47,8 +53,8 @@ def diff_html(diff: pd.DataFrame) -> str:
         f'<tr class="{"" if r["agree"] else "differ"}">'
         f"<td>{'' if pd.isna(r['pair_index']) else int(r['pair_index'])}</td>"
         f"<td>{esc(' '.join(str(r['question']).split()))}</td>"
-        f"<td>{esc(r['verdict_a'] or 'not in this run')}</td>"
-        f"<td>{esc(r['verdict_b'] or 'not in this run')}</td>"
+        f'<td class="verdict">{esc(r["verdict_a"] or "not in this run")}</td>'
+        f'<td class="verdict">{esc(r["verdict_b"] or "not in this run")}</td>'
         f'<td class="num">{_num(r["d_a"])}</td><td class="num">{_num(r["d_b"])}</td>'
         f'<td class="num">{_num(r["bound_a"])}</td><td class="num">{_num(r["bound_b"])}</td></tr>'
         for r in diff.to_dict("records")

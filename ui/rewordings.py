@@ -34,6 +34,12 @@ TABLE_CSS = """
 .eraudit-rewordings pre { white-space: pre-wrap; overflow-wrap: anywhere; font-size: .78rem;
   margin: .2rem 0; }
 .eraudit-rewordings tr.cex td { background: #fdecec; }
+@media (max-width: 640px) {  /* a phone: numbers keep their width, the text wraps */
+  .eraudit-rewordings table { table-layout: auto; font-size: .72rem; }
+  .eraudit-rewordings th { width: auto !important; overflow-wrap: normal; }
+  .eraudit-rewordings td.num { overflow-wrap: normal; white-space: nowrap; }
+  .eraudit-rewordings th, .eraudit-rewordings td { padding: .25rem .15rem; }
+}
 </style>
 """
 COLUMNS = (  # (header, share of the width in %)

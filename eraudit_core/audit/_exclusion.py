@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from eraudit_core.audit._config import AuditConfig
@@ -56,7 +57,7 @@ def selection_note(run: Mapping[str, Any]) -> str | None:
     )
 
 
-def _key(r: Mapping[str, Any]) -> tuple[str, int, str, int]:
+def _key(r: Mapping[Any, Any]) -> tuple[str, int, str, int]:
     return (str(r["pair_id"]), int(r["stage"]), str(r["generator"]), int(r["t"]))
 
 
@@ -71,7 +72,7 @@ def _renumbered(steps: pd.DataFrame) -> pd.DataFrame:
 
 
 def _pair_row(
-    old: Mapping[str, Any], kept: pd.DataFrame, removed: pd.DataFrame, config: AuditConfig
+    old: Mapping[Any, Any], kept: pd.DataFrame, removed: pd.DataFrame, config: AuditConfig
 ) -> tuple[dict[str, Any], pd.DataFrame]:
     """The derived run's record of one question and the steps its re-derivation consumed."""
     generators = []
@@ -96,7 +97,7 @@ def _pair_row(
     status = "inconclusive" if verdict is None else verdict.status
     if status == "certified":
         status = "passed"  # a certificate is withheld: the exclusion was chosen after seeing
-    worst = kept.loc[kept["d"].astype(float).idxmax()] if not kept.empty else None
+    worst = kept.iloc[int(np.argmax(kept["d"].to_numpy(dtype=float)))] if not kept.empty else None
     row = dict(old)
     row.update(
         status=status,

@@ -109,6 +109,7 @@ def test_explorer_opens_on_the_most_severe_question_and_fits_1400(browser, serve
     page.screenshot(path=str(shots / "explorer-table-1400x900.png"), full_page=False)
     page.close()
     phone = _open(browser, f"{server}/explorer?run={prepared['run']}", PHONE)
+    phone.get_by_text("Hidden question (").first.wait_for(timeout=30_000)
     phone.screenshot(path=str(shots / "explorer-390x844.png"), full_page=False)
     phone.close()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from eraudit_core import present
-from ui import entry, explore, state, widgets
+from ui import entry, explore, rewordings, state, widgets
 
 entry.ensure_navigation()
 st.title("Question explorer")
@@ -16,24 +16,45 @@ run_id = widgets.need_run()
 if run_id is None:
     st.stop()
 store = state.get_store()
-questions = present.question_summary(store.pair_results(run_id))
+run = store.run(run_id)
+questions = present.explorer_questions(store, run_id)
 if questions.empty:
     st.info("No question of this run has finished yet.")
     st.stop()
+rewordings.selection_banner(run)
+if st.session_state.pop("_derived_notice", None) == run_id:
+    st.success(
+        f"New run {run_id} written from the stored scores; the run it came from is unchanged."
+    )
 
 explore.apply_pair_link(list(questions["pair_id"]))
-c1, c2 = st.columns([3, 2])
-text = c1.text_input("Search the hidden questions", placeholder="a word from the question")
-statuses = c2.multiselect("Status", list(widgets.STATUS_ORDER), placeholder="all statuses")
-shown = explore.filter_questions(questions, text, statuses)
+c1, c2, c3, c4 = st.columns([3, 2, 2, 2])
+text = c1.text_input(
+    "Search questions and rewordings", placeholder="a word from a question or a paraphrase"
+)
+statuses = c2.multiselect("Verdict", list(widgets.STATUS_ORDER), placeholder="all verdicts")
+flags = c3.multiselect("Evidence", list(present.FLAGS), placeholder="any evidence")
+order = c4.selectbox(
+    "Sort",
+    list(present.SORTS),
+    help="most severe first: degraded by largest "
+    "D, then inconclusive, passed and certified by lowest bound",
+)
+hits = present.paraphrase_matches(store.steps(run_id), text) if text.strip() else set()
+shown = present.sort_questions(
+    present.filter_questions(
+        questions, text=text, statuses=statuses, flags=flags, paraphrase_hits=hits
+    ),
+    order,
+)
 if shown.empty:
     st.warning("No question matches this search.")
     st.stop()
 labels = {str(r["pair_id"]): explore.question_label(r) for r in shown.to_dict("records")}
 if st.session_state.get(explore.PAIR_KEY) not in labels:
-    st.session_state[explore.PAIR_KEY] = next(iter(labels))
+    st.session_state[explore.PAIR_KEY] = next(iter(labels))  # the first in the chosen order
 pair_id = st.selectbox(
-    f"Hidden question ({len(shown)} of {len(questions)})",
+    f"Hidden question ({len(shown)} of {len(questions)}, {order})",
     list(labels),
     key=explore.PAIR_KEY,
     format_func=labels.get,
@@ -62,7 +83,12 @@ c = st.columns(4)
 c[0].metric("P(true) hidden, before", widgets.fmt(row["p_pre_hidden"]))
 c[1].metric("P(true) hidden, after", widgets.fmt(row["p_post_hidden"]))
 c[2].metric("largest D", widgets.fmt(row["max_d"]))
-c[3].metric(f"bound (confidence {config['confidence']})", widgets.fmt(row["bound"]))
+c[3].metric(
+    f"bound (confidence {config['confidence']})",
+    present.NOT_RUN
+    if row["status"] != "degraded" and not int(row["n_test"] or 0)
+    else widgets.fmt(row["bound"]),
+)
 explore.bound_notes(row, config)
 explore.label_mass_note(run_id)
 
@@ -78,9 +104,10 @@ st.plotly_chart(
 st.plotly_chart(
     present.paraphrase_d_figure(d["steps"], epsilon=config["epsilon"]), key="explorer-d"
 )
-st.subheader(f"Every paraphrase scored ({len(d['table'])})")
-st.caption("Click a column header to sort. D > epsilon marks a counterexample.")
-st.dataframe(d["table"], hide_index=True, width="stretch")
+rows = rewordings.show(run_id, pair_id, str(row["hidden_question"]), config["epsilon"])
+with st.expander("Label a rewording, or exclude labelled ones"):
+    rewordings.label_form(run_id, pair_id, rows)
+    rewordings.exclusion(run_id)
 
 st.caption("Link to exactly this view (append to the dashboard's address):")
 st.code(f"/explorer?run={run_id}&pair={pair_id}", language=None)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from eraudit_core import present
-from ui import entry, state, widgets
+from ui import compare, entry, state, widgets
 
 entry.ensure_navigation()
 st.title("Results")
@@ -140,7 +140,6 @@ for col, rid in ((c1, a), (c2, b)):
         with st.expander("In plain words"):
             for s in verdict["sentences"]:
                 st.text(s)
-st.dataframe(widgets.compare_table(store, a, b), hide_index=True, width="stretch")
 comparison = present.compare_runs(store, a, b)
 if not comparison["comparable"]:
     st.warning(present.differences_sentence(comparison["differences"]))
@@ -153,6 +152,7 @@ else:
         f"only left / only right: {acc['only_a']} / {acc['only_b']} (p = {acc['p_value']:.3g}); "
         f"mean bound difference {bnd['mean_difference']:+.3f} (Wilcoxon p = {bnd['p_value']:.3g})."
     )
+compare.show(a, b)
 for rid in chosen:
     control = present.control_summary(store, rid)
     if control is not None:

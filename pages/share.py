@@ -24,6 +24,9 @@ if not chosen:
     st.info("Choose at least one run.")
     st.stop()
 
+story.first_screen(chosen)
+story.marker_legend()
+
 st.subheader("In plain words")
 if len(chosen) > 1:
     story.standard_vs_audit(chosen)
@@ -33,7 +36,7 @@ for rid in chosen:
         story.contrast_lead(rid)
         widgets.verdict_headline(verdict)
         for sentence in verdict["sentences"]:
-            st.text("- " + sentence)
+            st.markdown("- " + widgets.md_escape(sentence))
         story.evidence_notes(rid)
 
 st.subheader("HTML report")
@@ -65,7 +68,7 @@ st.subheader("Tables")
 fmt = st.radio("Format", list(present.EXPORT_FORMATS), horizontal=True)
 mime = "text/csv" if fmt == "csv" else "application/vnd.apache.parquet"
 for rid in chosen:
-    st.text(str(store.run(rid).get("label") or rid))
+    st.markdown(widgets.md_escape(str(store.run(rid).get("label") or rid)))
     c1, c2 = st.columns(2)
     c1.download_button(
         "Per-question results",

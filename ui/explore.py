@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
 from eraudit_core import present
@@ -14,21 +13,28 @@ from ui import state
 PAIR_KEY = "explorer_pair"
 
 
-def filter_questions(questions: pd.DataFrame, text: str, statuses: list[str]) -> pd.DataFrame:
-    """Rows whose hidden question contains `text` (case-insensitive) and whose status is chosen."""
-    out = questions
-    if statuses:
-        out = out[out["status"].isin(statuses)]
-    if text.strip():
-        out = out[
-            out["hidden_question"].str.contains(text.strip(), case=False, regex=False, na=False)
-        ]
-    return out
-
-
 def question_label(row: Mapping[str, Any]) -> str:
+    """'#12 [degraded] D 14.2, drop 0.08 - Which ...': what the picker lists per question."""
     q = " ".join(str(row["hidden_question"]).split())
-    return f"#{row['pair_index']} [{row['status']}] {q[:100]}"
+    d, drop = row.get("max_d"), row.get("worst_drop")
+    numbers = ", ".join(
+        f"{name} {value:.3g}"
+        for name, value in (("D", d), ("drop", drop))
+        if value is not None and value == value
+    )
+    return f"#{row['pair_index']} [{row['status']}] {numbers} - {q[:90]}"
+
+
+def diff_markdown(diff: list[tuple[str, str]]) -> str:
+    """A `word_diff` as Streamlit markdown: removed words struck out in red, added in green."""
+    from ui.widgets import md_escape
+
+    return " ".join(
+        md_escape(t)
+        if op == "="
+        else (f":red[~~{md_escape(t)}~~]" if op == "-" else f":green[**{md_escape(t)}**]")
+        for op, t in diff
+    )
 
 
 def apply_pair_link(pair_ids: list[str]) -> None:
@@ -55,46 +61,11 @@ def pair_detail(run_id: str, pair_id: str) -> dict[str, Any]:
         except Exception:  # benchmark removed: the run's own record still has the questions
             options = None
     steps = store.steps(run_id, pair_id)
-    floor = present.noise_floor_of(run)
-    drop = steps["p_pre"].astype(float) - steps["p_post"].astype(float)
-    table = steps.assign(
-        set=steps["stage"].map({1: "search", 2: "test"}),
-        drop=drop,
-        within_noise=(drop.abs() <= floor) if floor is not None else False,
-    )[
-        [
-            "set",
-            "generator",
-            "t",
-            "text",
-            "p_pre",
-            "p_post",
-            "drop",
-            "within_noise",
-            "d",
-            "is_counterexample",
-            "bound",
-            "bound_tolerant",
-        ]
-    ].rename(
-        columns={
-            "text": "paraphrase",
-            "p_pre": "p_pre (true answer)",
-            "p_post": "p_post (true answer)",
-            "d": "D",
-            "drop": "drop p_pre - p_post",
-            "within_noise": "within scoring noise",
-            "is_counterexample": "counterexample",
-            "bound": "bound after t",
-            "bound_tolerant": "tolerant bound (beyond the paper)",
-        }
-    )
     return {
         "run": run,
         "row": row,
         "pair": options,
         "steps": steps,
-        "table": table,
         "trajectory": present.bound_trajectory_frame(steps),
     }
 
@@ -117,14 +88,7 @@ def why_this_verdict(run_id: str, pair_id: str) -> None:
         st.markdown(" \u00b7 ".join(flags))
     if why["diff"]:
         st.caption("Original wording vs the worst rewording (removed struck out, added in bold)")
-        st.markdown(
-            " ".join(
-                md_escape(t)
-                if op == "="
-                else (f":red[~~{md_escape(t)}~~]" if op == "-" else f":green[**{md_escape(t)}**]")
-                for op, t in why["diff"]
-            )
-        )
+        st.markdown(diff_markdown(why["diff"]))
     if why["prompt"]:
         with st.expander("The exact prompt the adapted model read"):
             st.caption("true answer as option A")
@@ -172,23 +136,7 @@ def bound_notes(row: Mapping[str, Any], config: Mapping[str, Any]) -> None:
             "random)"
         )
         st.caption(f"{about}; the tested paraphrases were {how}.")
-        st.dataframe(
-            pd.DataFrame(
-                [
-                    {
-                        "generator": g["generator"],
-                        "pool size M": g["available"],
-                        "tested": g["n"],
-                        "counterexamples": g["n_counterexamples"],
-                        "stopped because": g["stop"],
-                        "paper bound L_t": g["bound"],
-                        "failure-tolerant (beyond the paper, this generator)": g["bound_tolerant"],
-                    }
-                    for g in gens
-                ]
-            ),
-            hide_index=True,
-        )
+        st.dataframe(present.generator_rows(gens), hide_index=True)
     tolerant = row.get("bound_tolerant")
     if tolerant is not None and tolerant == tolerant:
         st.caption(

@@ -10,6 +10,7 @@ import streamlit as st
 
 from eraudit_core import present
 from ui import state
+from ui.explore import diff_markdown
 from ui.widgets import fmt, md_escape
 
 
@@ -156,3 +157,34 @@ def evidence_notes(run_id: str) -> None:
         pid = str(deg.sort_values("max_d", ascending=False)["pair_id"].iloc[0])
         why = present.why_this_verdict(store, run_id, pid)
         st.markdown(f"**Example, why degraded** ({md_escape(pid)}): {md_escape(why['sentence'])}")
+
+
+def first_screen(run_ids: Sequence[str]) -> None:
+    """Share's first screen: per run the verdict counts in one sentence, the control beside
+    them and one example question with its rewording and the drop; then D in one line."""
+    store = state.get_store()
+    for rid in run_ids:
+        s = present.first_screen(store, rid)
+        with st.container(border=True):
+            st.markdown(f"**{md_escape(s['sentence'])}**")
+            if s["selection"]:
+                st.warning(s["selection"])
+            left, right = st.columns(2)
+            left.markdown(md_escape(s["control"]))
+            ex = s["example"]
+            if ex:
+                diff = diff_markdown(ex["diff"])
+                right.markdown(
+                    f"**Example.** Original wording: {md_escape(ex['question'])}  \n"
+                    f"Rewording: {diff}  \n"
+                    f"p(true answer) on the rewording: {ex['p_pre']:.2f} before adaptation, "
+                    f"**{ex['p_post']:.2f}** after: a drop of **{ex['drop']:.2f}**."
+                )
+    st.caption(md_escape(present.D_IN_ONE_LINE))
+
+
+def marker_legend() -> None:
+    """Every marker of the per-question scatter, in words."""
+    st.caption(
+        "  \n".join(f"**{mark}**: {md_escape(text)}" for mark, text in present.MARKER_LEGEND)
+    )

@@ -62,6 +62,11 @@ from eraudit_core.audit._evidence import (
     word_diff,
     word_diff_text,
 )
+from eraudit_core.audit._exclusion import (
+    derive_without,
+    excluded_after_seen,
+    selection_note,
+)
 from eraudit_core.audit._inputs import (
     draw_order,
     inputs_key,
@@ -103,6 +108,9 @@ __all__ = [
     "epsilon_from",
     "run_d_values",
     "audit_table_run",
+    "derive_without",
+    "excluded_after_seen",
+    "selection_note",
     "PairEvidence",
     "TABLE_PROMPT_NOTE",
     "inputs_key",

@@ -41,7 +41,10 @@ def _drops(rows: pd.DataFrame) -> np.ndarray:
 
 
 def verdict_from_steps(
-    pair: Mapping[str, Any], steps: pd.DataFrame, config: AuditConfig
+    pair: Mapping[str, Any],
+    steps: pd.DataFrame,
+    config: AuditConfig,
+    tests_out: list[GeneratorTest] | None = None,
 ) -> PairVerdict | None:
     """The verdict and bounds a fresh audit with `config` would give this pair, or None when
     that needs scores the stored steps do not hold.
@@ -49,7 +52,8 @@ def verdict_from_steps(
     `pair` needs `generators` (the run's test generators in order, each with `generator` and
     `available`, the pool size) and `stage`; `steps` this pair's steps with stage, generator,
     t, d and prob_drop (or p_pre / p_post). The pair's denominator is already inside d, so a
-    config with another k is not supported here (k changes every D).
+    config with another k is not supported here (k changes every D). When `tests_out` is a
+    list, the generators' tests are appended to it (how many draws each consumed, its stop).
     """
     eps, min_drop = config.epsilon, config.min_drop
     s1 = steps[steps["stage"] == 1]
@@ -79,6 +83,8 @@ def verdict_from_steps(
             prior=config.tolerant_prior,
         )
         tests.append(test)
+        if tests_out is not None:
+            tests_out.append(test)
         if stop_pair and not unknown:
             test.skip()
         while not test.stop:

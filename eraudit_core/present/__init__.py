@@ -17,10 +17,24 @@ from eraudit_core.present._belief import (
 )
 from eraudit_core.present._compare import (
     COMPARED_SETTINGS,
+    DIFF_SORTS,
     compare_runs,
     differences_sentence,
     paired_tests,
     run_differences,
+    sort_diff,
+    verdict_diff,
+)
+from eraudit_core.present._explore import (
+    FLAGS,
+    NOT_RUN,
+    SORTS,
+    explorer_questions,
+    filter_questions,
+    generator_rows,
+    paraphrase_matches,
+    rewording_rows,
+    sort_questions,
 )
 from eraudit_core.present._export import (
     EXPORT_FORMATS,
@@ -29,6 +43,12 @@ from eraudit_core.present._export import (
     paraphrase_table,
     run_provenance,
     table_bytes,
+)
+from eraudit_core.present._first_screen import (
+    D_IN_ONE_LINE,
+    MARKER_LEGEND,
+    first_screen,
+    word_diff_html,
 )
 from eraudit_core.present._live import (
     LiveProgress,
@@ -100,6 +120,22 @@ __all__ = [
     "differences_sentence",
     "paired_tests",
     "run_differences",
+    "DIFF_SORTS",
+    "sort_diff",
+    "verdict_diff",
+    "D_IN_ONE_LINE",
+    "MARKER_LEGEND",
+    "first_screen",
+    "word_diff_html",
+    "FLAGS",
+    "NOT_RUN",
+    "SORTS",
+    "explorer_questions",
+    "filter_questions",
+    "generator_rows",
+    "paraphrase_matches",
+    "rewording_rows",
+    "sort_questions",
     "DEFAULT_EPSILONS",
     "EXPORT_FORMATS",
     "LEAD_RULE",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from eraudit_core.store import Store
@@ -132,3 +133,47 @@ def differences_sentence(differences: list[dict[str, Any]]) -> str:
         "These runs are not comparable (" + "; ".join(parts) + "): a difference between them "
         "could come from the settings, so no test is shown."
     )
+
+
+DIFF_SORTS = ("disagreements first", "benchmark order", "largest D change", "largest bound change")
+
+
+def verdict_diff(store: Store, run_a: str, run_b: str) -> pd.DataFrame:
+    """Two runs per question, side by side (outer join on the question): columns pair_id,
+    pair_index, question, verdict_a, verdict_b, d_a, d_b, bound_a, bound_b, agree. A question
+    only one run finished has no verdict (None) on the other side and does not agree."""
+    cols = ["pair_id", "pair_index", "hidden_question", "status", "max_d", "bound"]
+    a, b = store.pair_results(run_a), store.pair_results(run_b)
+    a = a[cols] if not a.empty else pd.DataFrame(columns=cols)
+    b = b[cols] if not b.empty else pd.DataFrame(columns=cols)
+    m = a.merge(b, on="pair_id", how="outer", suffixes=("_a", "_b"))
+    out = pd.DataFrame(
+        {
+            "pair_id": m["pair_id"],
+            "pair_index": m["pair_index_a"].fillna(m["pair_index_b"]),
+            "question": m["hidden_question_a"].fillna(m["hidden_question_b"]),
+            "verdict_a": m["status_a"].astype(object).where(m["status_a"].notna(), None),
+            "verdict_b": m["status_b"].astype(object).where(m["status_b"].notna(), None),
+            "d_a": m["max_d_a"].astype(float),
+            "d_b": m["max_d_b"].astype(float),
+            "bound_a": m["bound_a"].astype(float),
+            "bound_b": m["bound_b"].astype(float),
+        }
+    )
+    out["agree"] = out["verdict_a"].notna() & (out["verdict_a"] == out["verdict_b"])
+    return out.sort_values("pair_index", kind="stable").reset_index(drop=True)
+
+
+def sort_diff(diff: pd.DataFrame, how: str, *, disagreements_only: bool = False) -> pd.DataFrame:
+    """`verdict_diff` rows filtered to disagreements if asked, in the order `how` (DIFF_SORTS)."""
+    if how not in DIFF_SORTS:
+        raise ValueError(f"sort: {how!r} is not one of {', '.join(DIFF_SORTS)}")
+    d = diff[~diff["agree"]] if disagreements_only else diff
+    key = {
+        "disagreements first": d["agree"].astype(int),
+        "benchmark order": d["pair_index"],
+        "largest D change": -(d["d_a"] - d["d_b"]).abs().fillna(np.inf),
+        "largest bound change": -(d["bound_a"] - d["bound_b"]).abs().fillna(np.inf),
+    }[how]
+    order = d.assign(_k=key).sort_values(["_k", "pair_index"], kind="stable").index
+    return d.loc[order].reset_index(drop=True)

@@ -209,6 +209,20 @@ def scatter_figure(
                 "<extra>" + label + "</extra>",
             )
         )
+    present = set(points["status"].astype(str))
+    for status, symbol in STATUS_SYMBOLS.items():  # the marker shapes, explained in the legend
+        if status in present:
+            fig.add_trace(
+                go.Scatter(
+                    x=[None],
+                    y=[None],
+                    mode="markers",
+                    name=f"{symbol.replace('-open', ' (hollow)')}: {status}",
+                    legendgroup="markers",
+                    marker={"symbol": symbol, "size": 9, "color": "#777", "line": {"width": 1}},
+                    hoverinfo="skip",
+                )
+            )
     if epsilon is not None:
         fig.add_hline(
             y=epsilon,

@@ -25,7 +25,13 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from eraudit_core.audit import AuditConfig, rerun_note, run_label_mass, run_noise_floor_value
+from eraudit_core.audit import (
+    AuditConfig,
+    rerun_note,
+    run_label_mass,
+    run_noise_floor_value,
+    selection_note,
+)
 from eraudit_core.errors import InputError
 from eraudit_core.present import _plots as plots
 from eraudit_core.present import _story as story
@@ -38,6 +44,12 @@ from eraudit_core.present._belief import (
     why_this_verdict,
 )
 from eraudit_core.present._export import run_provenance
+from eraudit_core.present._first_screen import (
+    FIRST_SCREEN_CSS,
+    first_screen_html,
+    legend_html,
+    word_diff_html,
+)
 from eraudit_core.store import Store
 
 MAX_COUNTEREXAMPLES_SHOWN = 200
@@ -258,6 +270,10 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
             if c
         ]
         headline = f"{label}: no counterexample found; " + ", ".join(parts) + f" of {n}."
+    note = selection_note(run)
+    if note:  # a run re-derived after exclusions: the selection comes first, never a certificate
+        headline = f"{headline} {note.split('.')[0]}."
+        sentences.insert(1, note)
     return {"headline": headline, "sentences": sentences, "overview": ov, "kind": kind}
 
 
@@ -273,7 +289,11 @@ h1 { font-size: 1.7rem; } h2 { border-bottom: 2px solid #ddd; padding-bottom: .2
 .certified { background: #e8f6e8; border-left: 6px solid #2ca02c; }
 .passed { background: #e9eff7; border-left: 6px solid #4c78a8; }
 .inconclusive { background: #f0f0f0; border-left: 6px solid #7f7f7f; }
-table { border-collapse: collapse; font-size: .85rem; margin: .6rem 0; }
+table { border-collapse: collapse; font-size: .85rem; margin: .6rem 0; display: block;
+        max-width: 100%; overflow-x: auto; }
+td { overflow-wrap: anywhere; } pre { white-space: pre-wrap; overflow-wrap: anywhere; }
+.plotly-graph-div { max-width: 100%; }
+@media (max-width: 600px) { body { margin: 1rem auto; padding: 0 .6rem; } }
 th, td { border: 1px solid #ddd; padding: .25rem .5rem; text-align: left; vertical-align: top; }
 th { background: #f6f6f6; }
 .note { color: #555; font-size: .9rem; }
@@ -472,12 +492,7 @@ def _examples_html(store: Store, run_id: str, pairs: pd.DataFrame) -> str:
     out = [f"<h3>Why these verdicts ({min(MAX_EXAMPLES, len(deg))} of {len(deg)} degraded)</h3>"]
     for pid in deg.sort_values("max_d", ascending=False)["pair_id"].head(MAX_EXAMPLES):
         why = why_this_verdict(store, run_id, str(pid))
-        diff = " ".join(
-            esc(t)
-            if op == "="
-            else (f"<del>{esc(t)}</del>" if op == "-" else f"<ins>{esc(t)}</ins>")
-            for op, t in why["diff"]
-        )
+        diff = word_diff_html(why["diff"])
         prompt = (
             f"<details><summary>Prompt the adapted model read</summary><pre>"
             f"{esc(why['prompt'][0])}</pre></details>"
@@ -602,6 +617,7 @@ def build_report(store: Store, run_ids: Sequence[str], *, title: str | None = No
     overall = []
     scatter = plots.scatter_figure(views.scatter_points(store, list(run_ids)))
     overall.append(_figure_html(scatter, "scatter"))
+    overall.append(legend_html())
     names = views.run_names(store, run_ids)  # unique: runs labelled alike stay apart
     std = pd.concat(
         [views.standard_evaluation(store.pair_results(r), names[r]) for r in run_ids],
@@ -629,10 +645,12 @@ def build_report(store: Store, run_ids: Sequence[str], *, title: str | None = No
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{esc(title)}</title>
-<style>{_CSS}</style>
+<style>{_CSS}{FIRST_SCREEN_CSS}</style>
 <script type="text/javascript">{get_plotlyjs()}</script>
 </head><body>
 <h1>{esc(title)}</h1>
+{first_screen_html(store, run_ids)}
+<h2>Details</h2>
 <p class="note">Generated {esc(now)} by ER-Audit Studio from the stored scores of {len(run_ids)} run(s).
 ER-Audit asks whether adapting (fine-tuning) a verifier model quietly made it worse on related
 questions nobody monitored. For each hidden question it searches paraphrases for a

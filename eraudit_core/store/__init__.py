@@ -20,6 +20,10 @@ from eraudit_core.store._benchmark import (
     reference_pair_id,
     write_jsonl,
 )
+from eraudit_core.store._labels import (
+    NOT_MEANING_PRESERVING,
+    PARAPHRASE_LABELS,
+)
 from eraudit_core.store._records import (
     PairResult,
     StepRecord,
@@ -41,6 +45,8 @@ __all__ = [
     "BUNDLED_QUALITY_H",
     "Benchmark",
     "MAX_BENCHMARK_BYTES",
+    "NOT_MEANING_PRESERVING",
+    "PARAPHRASE_LABELS",
     "PairResult",
     "QUALITY_H_ATTRIBUTION",
     "RUN_STATUSES",

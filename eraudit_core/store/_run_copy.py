@@ -90,7 +90,9 @@ def _source_pair_ids(run: pd.DataFrame) -> set[str]:
 
 
 def write_run_rows(
-    store: Store, rows: Mapping[str, pd.DataFrame], imported_from: Mapping[str, Any]
+    store: Store,
+    rows: Mapping[str, pd.DataFrame],
+    imported_from: Mapping[str, Any] | None = None,
 ) -> str:
     """Store a run read by `read_run_rows` (possibly in another store); returns its id.
 
@@ -99,7 +101,9 @@ def write_run_rows(
     (the run keeps its own copy, the stored one is untouched). Paraphrases already stored
     identically are skipped and clashing ones refused, checkpoints are added if missing, and
     the cached scores go to `imported_scores` with their origin, never into this store's own
-    cache. The run is recorded with `imported_from` and never as running here.
+    cache. The run is recorded with `imported_from` and never as running here. Without
+    `imported_from` the rows were derived in this store (e.g. a run re-derived after
+    exclusions) and are stored as this store's own.
     """
     run = rows["runs"].copy()
     if len(run) != 1:
@@ -114,8 +118,9 @@ def write_run_rows(
     for col in ("owner_pid", "owner_host", "owner_token", "heartbeat_at"):
         if col in run.columns:
             run[col] = pd.Series([None], dtype=object, index=run.index)
-    run["imported_from"] = json.dumps(dict(imported_from), ensure_ascii=False, default=str)
-    origin = f"{imported_from.get('file', '?')} (run {run_id})"
+    if imported_from is not None:
+        run["imported_from"] = json.dumps(dict(imported_from), ensure_ascii=False, default=str)
+    origin = f"{(imported_from or {}).get('file', 'this store')} (run {run_id})"
     with store.transaction() as w:
         if w.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchall():
             raise InputError(

@@ -162,6 +162,17 @@ MIGRATIONS: dict[int, list[str]] = {
         "UPDATE runs SET active_seconds = coalesce(date_diff('millisecond', started_at, "
         "coalesce(finished_at, heartbeat_at, started_at)) / 1000.0, 0)",
     ],
+    # 9 (issue 20): an auditor's labels on a scored rewording ("not meaning-preserving", or a
+    # free note), with who made them and when. Append-only: a label is never edited, a later
+    # one is added; a rewording labelled not meaning-preserving can be excluded into a new run.
+    9: [
+        """CREATE TABLE paraphrase_labels (
+            label_id VARCHAR PRIMARY KEY, run_id VARCHAR NOT NULL, pair_id VARCHAR NOT NULL,
+            stage INTEGER NOT NULL, generator VARCHAR NOT NULL, t INTEGER NOT NULL,
+            text VARCHAR, label VARCHAR NOT NULL, note VARCHAR, author VARCHAR NOT NULL,
+            created_at TIMESTAMP NOT NULL)""",
+        "CREATE INDEX paraphrase_labels_run ON paraphrase_labels (run_id, pair_id)",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 RUN_STATUSES = ("pending", "running", "done", "failed", "cancelled", "interrupted")

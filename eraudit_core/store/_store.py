@@ -16,6 +16,7 @@ import pandas as pd
 
 from eraudit_core.errors import InputError
 from eraudit_core.store._benchmark import CONTENT_COLUMNS, pairs_content_digest
+from eraudit_core.store._labels import LabelTables
 from eraudit_core.store._run_tables import RunTables
 from eraudit_core.store._tables import _filtered, _now
 from eraudit_core.types import BinaryQuestion, Pair, Paraphrase, QueryScore
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from eraudit_core.store._benchmark import Benchmark
 
 
-class Store(RunTables):
+class Store(RunTables, LabelTables):
     """The project's only door to the database: every SQL statement lives in this package."""
 
     # -- benchmarks ----------------------------------------------------------------------

@@ -107,3 +107,16 @@ def settle(page) -> None:  # type: ignore[no-untyped-def]
     page.wait_for_function(
         "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=60_000
     )
+
+
+@contextmanager
+def screenshots(d: Path) -> Iterator[Path]:
+    """A screenshot folder; printed at the end and copied to $ERAUDIT_SCREENSHOTS when set."""
+    import shutil
+
+    d.mkdir(parents=True, exist_ok=True)
+    yield d
+    print(f"\nscreenshots: {d}")
+    target = os.environ.get("ERAUDIT_SCREENSHOTS")
+    if target:
+        shutil.copytree(d, target, dirs_exist_ok=True)

@@ -10,14 +10,12 @@ set); the path is printed.
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from _browser import CHROMIUM, LIVE_CHART_JS, ROOT, chromium, dashboard, settle
+from _browser import CHROMIUM, LIVE_CHART_JS, ROOT, chromium, dashboard, screenshots, settle
 
 pytestmark = [
     pytest.mark.browser,
@@ -73,14 +71,9 @@ def browser():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
-def shots(workdir: Path) -> Path:
-    d = workdir / "screenshots"
-    d.mkdir()
-    yield d
-    print(f"\nscreenshots: {d}")
-    target = os.environ.get("ERAUDIT_SCREENSHOTS")
-    if target:
-        shutil.copytree(d, target, dirs_exist_ok=True)
+def shots(workdir: Path):  # type: ignore[no-untyped-def]
+    with screenshots(workdir / "screenshots") as d:
+        yield d
 
 
 CLICK_TARGET_JS = """() => {

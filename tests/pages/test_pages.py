@@ -128,10 +128,46 @@ def test_explorer_deep_link_opens_exactly_that_question(filled: synthetic.Synthe
     frames = [d.value for d in at.dataframe]
     gens = next(f for f in frames if "pool size M" in f.columns)
     assert {"generator", "tested", "stopped because"} <= set(gens.columns)
-    table = next(f for f in frames if "paraphrase" in f.columns)
-    assert {"paraphrase", "D", "counterexample", "p_pre (true answer)"} <= set(table.columns)
-    assert len(table) > 0
+    table = next(m.value for m in at.markdown if "eraudit-rewordings" in m.value)
+    for head in ("rewording vs the original wording", "p_pre", "p_post", "drop", ">D<"):
+        assert head in table
+    assert "<del>" in table or "<ins>" in table  # the word diff against the original wording
     assert at.code[-1].value == f"/explorer?run={run_id}&pair={pair_id}"
+
+
+def test_explorer_labels_a_rewording_and_excludes_it_into_a_new_run(
+    filled: synthetic.SyntheticInfo, db: Path
+) -> None:
+    run_id = filled.run_ids["adversarial"]
+    at = app().run()
+    at.query_params.update({"run": run_id})
+    at.switch_page("pages/explorer.py").run()
+    no_errors(at)
+    before = Store(db)
+    old_pairs = before.pair_results(run_id)
+    before.close()
+    form_radio = next(r for r in at.radio if r.label == "Label")
+    form_radio.set_value("not meaning-preserving")
+    next(t for t in at.text_input if t.label == "Your name").input("ana")
+    next(b for b in at.button if b.label == "Save the label").click().run()
+    no_errors(at)
+    exclude = next(b for b in at.button if b.label.startswith("Re-derive without the 1"))
+    exclude.click().run()
+    no_errors(at)
+    at.run()  # the new run is selected on the next rerun
+    no_errors(at)
+    store = Store(db)
+    try:
+        runs = store.runs()
+        new = [r for r in runs["run_id"] if r not in filled.run_ids.values()]
+        assert len(new) == 1
+        derived = store.run(new[0])
+        assert derived["provenance"]["derived_from"]["run_id"] == run_id
+        assert store.pair_results(run_id).equals(old_pairs)  # the old run is unchanged
+        assert "certified" not in set(store.pair_results(new[0])["status"])
+    finally:
+        store.close()
+    assert any("1 rewording excluded after their scores were seen" in w.value for w in at.warning)
 
 
 def test_explorer_search_and_status_filter(filled: synthetic.SyntheticInfo) -> None:

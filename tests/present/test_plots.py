@@ -11,6 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from eraudit_core import audit, present  # noqa: E402
+from eraudit_core.present._plots import STATUS_SYMBOLS  # noqa: E402
 from eraudit_core.store import Store  # noqa: E402
 from eraudit_core.text import safe_label  # noqa: E402
 from ui import synthetic  # noqa: E402
@@ -78,8 +79,18 @@ def test_scatter_one_trace_per_run_with_click_ids(store: Store) -> None:
     info = store.info  # type: ignore[attr-defined]
     pts = present.scatter_points(store, list(info.run_ids.values()))
     fig = present.scatter_figure(pts, epsilon=0.1)
-    assert [t.name for t in fig.data] == ["synthetic: honest arm", "synthetic: adversarial arm"]
-    for trace in fig.data:
+    runs = [t for t in fig.data if t.legendgroup != "markers"]
+    assert [t.name for t in runs] == ["synthetic: honest arm", "synthetic: adversarial arm"]
+    # every marker shape drawn is explained in the legend, and only those
+    legend = {t.name for t in fig.data if t.legendgroup == "markers"}
+    shown = set(pts["status"])
+    assert legend == {
+        f"{symbol.replace('-open', ' (hollow)')}: {status}"
+        for status, symbol in STATUS_SYMBOLS.items()
+        if status in shown
+    }
+    assert legend  # negative control: the figure has questions, so the legend is not empty
+    for trace in runs:
         run_ids = {c[0] for c in trace.customdata}
         assert len(run_ids) == 1 and run_ids <= set(info.run_ids.values())
         assert {c[1] for c in trace.customdata} == set(info.pair_ids)

@@ -196,7 +196,7 @@ def _panel(run_id: str, was_active: bool) -> None:
     st.text(f"{rec.get('label') or run_id}   ({run_id})")
     st.caption(f"status: {status}")
     running = status == "running"
-    steps = store.steps(run_id)
+    steps = store.steps(run_id, with_prompts=False)
     plans = _plans(state.db_path(), run_id)
     pairs = store.pair_results(run_id)
     finished = set(pairs["pair_id"])

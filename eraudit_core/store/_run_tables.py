@@ -420,8 +420,13 @@ class RunTables(Tables):
             df["generators"] = df["generators"].map(json.loads)
         return df
 
-    def steps(self, run_id: str, pair_id: str | None = None) -> pd.DataFrame:
-        sql, params = _filtered("SELECT * FROM run_steps", run_id=run_id, pair_id=pair_id)
+    def steps(
+        self, run_id: str, pair_id: str | None = None, *, with_prompts: bool = True
+    ) -> pd.DataFrame:
+        """A run's steps in order; `with_prompts=False` leaves out the prompts the model read
+        (long; a live view polling every second or two does not need them)."""
+        cols = "*" if with_prompts else "* EXCLUDE (prompt)"
+        sql, params = _filtered(f"SELECT {cols} FROM run_steps", run_id=run_id, pair_id=pair_id)
         return self._df(sql + " ORDER BY pair_id, stage, generator, t", params)
 
     def latest_steps(self, run_id: str, limit: int = 500) -> pd.DataFrame:

@@ -26,8 +26,13 @@ from eraudit_core.verifier._served_spec import ServedSpec, is_served, parse_spec
 from eraudit_core.verifier._spec import CheckpointSpec, as_spec
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from eraudit_core.verifier._hf_verifier import HFVerifier
     from eraudit_core.verifier._served import ServedVerifier
+    from eraudit_core.verifier._served_replicas import ServedReplicas
+
+    Served: TypeAlias = ServedVerifier | ServedReplicas
 
 
 def load_verifier(
@@ -83,12 +88,10 @@ def load_verifier(
 @overload
 def load_checkpoint(spec: CheckpointSpec, **kwargs: Any) -> HFVerifier: ...
 @overload
-def load_checkpoint(spec: ServedSpec, **kwargs: Any) -> ServedVerifier: ...
+def load_checkpoint(spec: ServedSpec, **kwargs: Any) -> Served: ...
 @overload
-def load_checkpoint(spec: str, **kwargs: Any) -> HFVerifier | ServedVerifier: ...
-def load_checkpoint(
-    spec: CheckpointSpec | ServedSpec | str, **kwargs: Any
-) -> HFVerifier | ServedVerifier:
+def load_checkpoint(spec: str, **kwargs: Any) -> HFVerifier | Served: ...
+def load_checkpoint(spec: CheckpointSpec | ServedSpec | str, **kwargs: Any) -> HFVerifier | Served:
     """Any checkpoint spec, local or served, as a verifier (one way in for the CLI, the
     dashboard and runs). A served checkpoint takes template/prefix/labels, readout/system and
     trust_remote_code (for its tokenizer); device, dtype, batch_size and share_base concern
@@ -102,23 +105,33 @@ def load_checkpoint(
     prefix = kwargs.get("prefix", DEFAULT_PREFIX)
     labels = tuple(kwargs.get("labels", DEFAULT_LABELS))
     check_prompt_format(template, prefix, labels)  # type: ignore[arg-type]
-    return load_served(
-        parsed,
-        template=template,
-        prefix=prefix,
-        labels=labels,  # type: ignore[arg-type]
-        trust_remote_code=bool(kwargs.get("trust_remote_code", False)),
-        readout=kwargs.get("readout"),
-        system=kwargs.get("system"),
-        today=kwargs.get("today"),
-    )
+    replicas = [
+        load_served(
+            parsed.with_options(base_url=url),
+            template=template,
+            prefix=prefix,
+            labels=labels,  # type: ignore[arg-type]
+            trust_remote_code=bool(kwargs.get("trust_remote_code", False)),
+            readout=kwargs.get("readout"),
+            system=kwargs.get("system"),
+            today=kwargs.get("today"),
+        )
+        for url in parsed.replicas
+    ]
+    if len(replicas) == 1:
+        return replicas[0]
+    from eraudit_core.verifier._served_replicas import ServedReplicas
+
+    served = ServedReplicas(parsed.text, replicas)
+    served.check_same_weights()
+    return served
 
 
 def load_pair(
     pre_spec: CheckpointSpec | ServedSpec | str,
     post_spec: CheckpointSpec | ServedSpec | str,
     **kwargs: Any,
-) -> tuple[HFVerifier | ServedVerifier, HFVerifier | ServedVerifier]:
+) -> tuple[HFVerifier | Served, HFVerifier | Served]:
     """The pre- and post-adaptation verifiers (local or served; they may be on different
     servers); one base model in memory when two local ones share it."""
     pre = load_checkpoint(parse_spec(pre_spec), **kwargs)

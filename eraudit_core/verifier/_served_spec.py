@@ -1,8 +1,9 @@
 """Served checkpoint specs: one string names a checkpoint that an OpenAI-compatible server runs.
 
-    http(s)://HOST:PORT/v1#SERVED_MODEL_NAME;tokenizer=LOCAL_SPEC[;api_key_env=VAR][;...]
+    http(s)://HOST:PORT/v1[|http(s)://HOST2:PORT/v1...]#SERVED_MODEL_NAME;tokenizer=LOCAL_SPEC[;...]
 
-The part before `#` is the server's OpenAI base URL, then the served model name (vLLM's
+The part before `#` is the server's OpenAI base URL (or several, `|`-separated: replicas of
+one model, e.g. vLLM data-parallel servers, each checked to serve the same weights), then the served model name (vLLM's
 `--served-model-name`, llama-cpp-python's `--model_alias`). `tokenizer=` names a local
 checkpoint spec (`demo:base`, a directory, a `.gguf` file) whose tokenizer and chat template
 render the prompts; only its tokenizer is read, never its weights. Optional settings:
@@ -53,7 +54,10 @@ class ServedSpec:
 
     def __post_init__(self) -> None:
         where = f"served checkpoint {self.base_url}#{self.model}"
-        object.__setattr__(self, "base_url", check_base_url(self.base_url, where))
+        urls = [check_base_url(u, where) for u in self.base_url.split("|")]
+        if len(set(urls)) != len(urls):
+            raise InputError(f"{where}: a replica URL is named twice")
+        object.__setattr__(self, "base_url", "|".join(urls))
         if not self.model.strip():
             raise InputError(f"{where}: name the served model after '#'")
         if self.tokenizer.strip().startswith(SERVED_PREFIXES):
@@ -114,6 +118,11 @@ class ServedSpec:
         spec = cls(base_url=url, model=model.strip(), **values)  # type: ignore[arg-type]
         spec.tokenizer_spec  # noqa: B018 - refuse a tokenizer spec that names nothing here
         return spec
+
+    @property
+    def replicas(self) -> list[str]:
+        """The base URLs of the replicas (one for a single server)."""
+        return self.base_url.split("|")
 
     @property
     def tokenizer_spec(self) -> CheckpointSpec:

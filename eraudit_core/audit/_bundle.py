@@ -214,6 +214,7 @@ def _read_member(
                     )
                 sha.update(chunk)
                 chunks.append(chunk)
+    # NotImplementedError: zipfile's answer to a compression method it does not support
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, NotImplementedError) as exc:
         raise InputError(f"{where} cannot be unpacked ({type(exc).__name__}: {exc})") from None
     budget.left -= size

@@ -105,6 +105,13 @@ def top_logprobs(resp: Any, where: str) -> dict[str, float]:
     tops = logprobs.get("top_logprobs")
     if not isinstance(tops, list) or not tops or not isinstance(tops[0], Mapping):
         raise EndpointError(f"{where}: malformed logprobs, no top_logprobs[0] object")
+    if not tops[0]:
+        # Every request here asks for at least one log-prob, so an empty top-k is a broken
+        # server, not a distribution; reading it would leave nothing to score or align against.
+        raise EndpointError(
+            f"{where}: the server returned an empty top-k (top_logprobs[0] is {{}}) although "
+            "the request asked for `logprobs`"
+        )
     return {str(k): _finite(v, where) for k, v in tops[0].items()}
 
 

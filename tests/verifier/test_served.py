@@ -313,3 +313,41 @@ def test_prompts_longer_than_the_context_are_refused(tokenizer: object, tokdir: 
 def test_probe_values_are_finite(server: FakeVLLM, tokdir: Path) -> None:
     v = load_checkpoint(spec(server, tokdir))
     assert v.probe_logprobs is not None and all(math.isfinite(x) for x in v.probe_logprobs)
+
+
+class _EmptyTopK(FakeVLLM):
+    """A broken server: every next-token answer carries `top_logprobs: [{}]` once `broken`."""
+
+    broken = True
+
+    def complete(self, body: dict, first: bool) -> tuple:
+        status, reply, headers = super().complete(body, first)
+        if self.broken and isinstance(reply, dict):
+            for choice in reply.get("choices", []):
+                if choice.get("logprobs"):
+                    choice["logprobs"]["top_logprobs"] = [{}]
+        return status, reply, headers
+
+
+def test_an_empty_top_k_is_a_clear_error_not_a_traceback(
+    tokenizer: object, tokdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 22: a server answering `top_logprobs: [{}]` crashed `checkpoint-info` with
+    ValueError (exit 1). It is refused at connect (exit 2), and a server that starts answering
+    so after connecting leaves the queries unscored with the reason, never scored from nothing."""
+    from eraudit_core.cli import main
+
+    s = _EmptyTopK(tokenizer, ExactModel(len(tokenizer)))  # type: ignore[arg-type]
+    try:
+        assert main(["checkpoint-info", spec(s, tokdir), "--json"]) == 2
+        err = capsys.readouterr().err
+        assert "empty top-k" in err and "Traceback" not in err
+        # Negative control: the same server answering properly connects and scores.
+        s.broken = False
+        v = load_checkpoint(spec(s, tokdir))
+        assert len(v.score(QUERIES[:1])) == 1
+        s.broken = True
+        with pytest.raises(IncompleteScores, match="empty top-k"):
+            v.score(QUERIES[1:2])
+    finally:
+        s.close()

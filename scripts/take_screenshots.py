@@ -1,6 +1,12 @@
-"""Screenshots of the demo for the README (issue 19): Home (lead, chance check, controls),
-the Question explorer ("Why this verdict"), Results (scatter coloured by amplified) and Share
-(noise floor, control, why the worst question is degraded). Headless Chromium via Playwright.
+"""Screenshots of every dashboard page on the embedded demo, at 1400x900 and 390x844 (a phone),
+for the README (issues 19 and 20). Headless Chromium via Playwright, the dashboard started by
+the browser tests' own harness (tests/pages/_browser.py) with the demo on.
+
+Each page is opened on the concealed arm (the Explorer on its most severe question, Results
+alone and then compared with the honest arm), waited on until Streamlit has finished, and shot
+as the viewport shows it (Streamlit scrolls inside the page, so this is the first screen);
+the page's horizontal overflow (document scrollWidth minus the viewport width) is printed, and
+the script exits 1 when a page overflows a phone.
 
     .venv/bin/python scripts/take_screenshots.py [--db demo.duckdb] [--out docs/screenshots]
 """
@@ -8,56 +14,39 @@ the Question explorer ("Why this verdict"), Results (scatter coloured by amplifi
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "pages"))
 
-from tests.pages._browser import chromium, free_port, settle, wait_http  # noqa: E402
+from _browser import chromium, dashboard, pick, settle  # noqa: E402
+
+SIZES = ((1400, 900), (390, 844))
+OVERFLOW_JS = "() => document.documentElement.scrollWidth - window.innerWidth"
 
 
-@contextmanager
-def demo_dashboard(db: str, log_path: Path) -> Iterator[str]:
-    """The dashboard on loopback with the demo on (the test harness turns it off)."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != "ERAUDIT_NO_DEMO"}
-    env["ERAUDIT_DB"] = db
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            [
-                str(Path(sys.executable).parent / "streamlit"),
-                "run",
-                str(ROOT / "app.py"),
-                "--server.port",
-                str(port),
-                "--server.address",
-                "127.0.0.1",
-                "--server.headless",
-                "true",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            wait_http(f"http://127.0.0.1:{port}/_stcore/health", timeout=180)
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+def pages(url: str, runs: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(name, link, text that shows the page has rendered) of every page, on the concealed arm."""
+    concealed = runs["concealed"]
+    return [
+        ("home", f"{url}/?run={concealed}", "Recent runs"),
+        ("setup", f"{url}/setup", "Paraphrase sets"),
+        ("run", f"{url}/run", "Start a new audit"),
+        ("explorer", f"{url}/explorer?run={concealed}", "Why this verdict"),
+        ("results", f"{url}/results?run={concealed}", "Compare two runs side by side"),
+        ("sensitivity", f"{url}/sensitivity", "Findings"),
+        ("share", f"{url}/share?run={concealed}", "In plain words"),
+    ]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--db", default=None, help="a store with the demo (default: build one)")
     ap.add_argument("--out", default=str(ROOT / "docs" / "screenshots"))
+    ap.add_argument("--only", default="", help="comma-separated page names (default: all)")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -66,39 +55,36 @@ def main() -> int:
 
     db = args.db or str(Path(tempfile.mkdtemp()) / "demo.duckdb")
     with Store(db) as store:
-        info = ensure_demo(store)
-        concealed = info.run_ids["concealed"]
-        pairs = store.pair_results(concealed)
-        amplified = pairs[(pairs["status"] == "degraded") & pairs["amplified"].astype(bool)]
-        pair = str(amplified["pair_id"].iloc[0])
-    with (
-        demo_dashboard(db, Path(tempfile.mkdtemp()) / "dashboard.log") as url,
-        chromium() as browser,
-    ):
-        page = browser.new_page(viewport={"width": 1400, "height": 1800})  # type: ignore[attr-defined]
-        shots = [
-            ("home_lead_and_controls.png", url, "Recent runs"),
-            (
-                "explorer_why_this_verdict.png",
-                f"{url}/explorer?run={concealed}&pair={pair}",
-                "Why this verdict",
-            ),
-            ("results_amplified.png", f"{url}/results?run={concealed}", "Per question"),
-            ("share_evidence.png", f"{url}/share?run={concealed}", "In plain words"),
-        ]
-        for name, link, marker in shots:
-            page.goto(link)
-            page.get_by_text(marker).first.wait_for(timeout=120_000)
-            settle(page)
-            if name.startswith("results"):
-                page.get_by_text("amplified", exact=True).first.click()
+        runs = dict(ensure_demo(store).run_ids)
+    only = {n for n in args.only.split(",") if n}
+    overflowing = []
+    log = Path(tempfile.mkdtemp()) / "dashboard.log"
+    with dashboard(db, log, startup_s=180, ERAUDIT_NO_DEMO="") as url, chromium() as browser:
+        for width, height in SIZES:
+            page = browser.new_page(viewport={"width": width, "height": height})  # type: ignore[attr-defined]
+            for name, link, marker in pages(url, runs):
+                if only and name not in only:
+                    continue
+                page.goto(link)
+                page.get_by_text(marker).first.wait_for(timeout=180_000)
                 settle(page)
-            page.screenshot(
-                path=str(out / name),
-                full_page=name.startswith(("home", "share")),
-                timeout=300_000,  # a busy machine renders slowly
-            )
-            print(out / name)
+                views = [name]
+                if name == "results":  # then the control beside the arm, as an auditor compares
+                    views.append("results-compare")
+                for view in views:
+                    if view == "results-compare":
+                        pick(page, "Right", runs["honest"])
+                    page.wait_for_timeout(1500)  # plotly draws after Streamlit settles
+                    path = out / f"{view}-{width}x{height}.png"
+                    page.screenshot(path=str(path), timeout=300_000)
+                    overflow = int(page.evaluate(OVERFLOW_JS))
+                    print(f"{path}  horizontal overflow {overflow} px")
+                    if overflow > 0 and width < 600:
+                        overflowing.append(f"{view} at {width} px: {overflow} px")
+            page.close()
+    if overflowing:
+        print("overflows a phone: " + "; ".join(overflowing), file=sys.stderr)
+        return 1
     return 0
 
 

@@ -54,7 +54,7 @@ def wait_http(url: str, timeout: float = 60.0) -> None:
 
 
 @contextmanager
-def dashboard(db: str, log_path: Path, **env: str) -> Iterator[str]:
+def dashboard(db: str, log_path: Path, startup_s: float = 60.0, **env: str) -> Iterator[str]:
     """`streamlit run app.py` on a free loopback port with ERAUDIT_DB=db; yields its URL.
 
     The embedded demo is off unless `env` says otherwise (ERAUDIT_NO_DEMO="")."""
@@ -79,7 +79,7 @@ def dashboard(db: str, log_path: Path, **env: str) -> Iterator[str]:
             stderr=subprocess.STDOUT,
         )
         try:
-            wait_http(f"http://127.0.0.1:{port}/_stcore/health")
+            wait_http(f"http://127.0.0.1:{port}/_stcore/health", timeout=startup_s)
             yield f"http://127.0.0.1:{port}"
         finally:
             proc.terminate()
@@ -120,3 +120,36 @@ def screenshots(d: Path) -> Iterator[Path]:
     target = os.environ.get("ERAUDIT_SCREENSHOTS")
     if target:
         shutil.copytree(d, target, dirs_exist_ok=True)
+
+
+# -- what a user does: pick a run, read a picker, open a page ----------------------------------
+
+
+def _combobox(page, label: str):  # type: ignore[no-untyped-def]
+    return page.get_by_role("combobox", name=label, exact=True)
+
+
+def pick(page, label: str, run_id: str) -> None:  # type: ignore[no-untyped-def]
+    """Choose the option whose text contains `run_id` in the selectbox labelled `label`."""
+    box = _combobox(page, label)
+    box.click()
+    box.press("ArrowDown")  # a click on the text opens the list only sometimes
+    page.get_by_role("option").filter(has_text=run_id).first.click()
+    settle(page)
+
+
+def shown(page, label: str) -> str:  # type: ignore[no-untyped-def]
+    """The text the selectbox labelled `label` shows."""
+    return str(_combobox(page, label).input_value())
+
+
+def open_page(page, url: str, marker: str) -> None:  # type: ignore[no-untyped-def]
+    page.goto(url)
+    page.get_by_text(marker).first.wait_for(timeout=60_000)
+    settle(page)
+
+
+def nav(page, title: str, marker: str) -> None:  # type: ignore[no-untyped-def]
+    page.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True).click()
+    page.get_by_text(marker).first.wait_for(timeout=60_000)
+    settle(page)

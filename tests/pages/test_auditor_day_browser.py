@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _browser import CHROMIUM, ROOT, chromium, dashboard, settle
+from _browser import CHROMIUM, ROOT, chromium, dashboard, nav, open_page, pick, settle, shown
 
 pytestmark = [
     pytest.mark.browser,
@@ -72,36 +72,6 @@ def three_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 def server(three_runs: dict[str, str]):  # type: ignore[no-untyped-def]
     with dashboard(three_runs["db"], Path(three_runs["work"]) / "streamlit.log") as url:
         yield url
-
-
-def _combobox(page, label: str):  # type: ignore[no-untyped-def]
-    return page.get_by_role("combobox", name=label, exact=True)
-
-
-def pick(page, label: str, run_id: str) -> None:  # type: ignore[no-untyped-def]
-    """Choose the option whose text contains `run_id` in the selectbox labelled `label`."""
-    box = _combobox(page, label)
-    box.click()
-    box.press("ArrowDown")  # a click on the text opens the list only sometimes
-    page.get_by_role("option").filter(has_text=run_id).first.click()
-    settle(page)
-
-
-def shown(page, label: str) -> str:  # type: ignore[no-untyped-def]
-    """The text the selectbox labelled `label` shows."""
-    return str(_combobox(page, label).input_value())
-
-
-def open_page(page, url: str, marker: str) -> None:  # type: ignore[no-untyped-def]
-    page.goto(url)
-    page.get_by_text(marker).first.wait_for(timeout=60_000)
-    settle(page)
-
-
-def nav(page, title: str, marker: str) -> None:  # type: ignore[no-untyped-def]
-    page.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True).click()
-    page.get_by_text(marker).first.wait_for(timeout=60_000)
-    settle(page)
 
 
 def test_first_pick_sticks_across_pages(server: str, three_runs: dict[str, str], browser) -> None:  # type: ignore[no-untyped-def]

@@ -69,14 +69,12 @@ def test_served_pre_and_post_are_scored_at_the_same_time_and_traffic_is_stored()
     pre, post = SlowServed("pre", 0.6, 0.3, log), SlowServed("post", 0.6, 0.3, log)
     config = AuditConfig(epsilon=0.1, test_budget=4, batch_size=4, test_generators=("g",))
     engine = AuditEngine(store, pre, post, config)
-    t0 = time.monotonic()
     run_id = engine.start(_items(2))
-    elapsed = time.monotonic() - t0
     calls = {name: [(a, b, tid) for n, a, b, tid in log if n == name] for name in ("pre", "post")}
-    # Every pre call overlaps the post call of the same batch, on another thread.
+    # Every pre call overlaps the post call of the same batch, on another thread: that is the
+    # concurrency, shown without timing the run (a wall-clock bound fails on a loaded machine).
     for (a1, b1, t1), (a2, b2, t2) in zip(calls["pre"], calls["post"], strict=True):
         assert max(a1, a2) < min(b1, b2) and t1 != t2
-    assert elapsed < 0.3 * len(log) * 0.75  # well under the serial time
     traffic = store.run_progress(run_id)["traffic"]
     assert traffic["prompts"] == pre.prompts + post.prompts > 0
     assert traffic["in_flight"] == 0 and traffic["prompts_per_s_session"] > 0

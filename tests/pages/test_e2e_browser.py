@@ -10,6 +10,7 @@ set); the path is printed.
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -134,6 +135,13 @@ def test_live_audit_deep_link_and_report(
         box.press("Enter")
         settle(page)
     settle(page)
+    # Random weights put almost no probability on the labels: the label-mass check (tested per
+    # family in tests/verifier/test_readout.py) would refuse the tiny checkpoints.
+    page.get_by_text("Advanced").first.click()
+    mass = page.get_by_role("spinbutton", name=re.compile(r"^Minimum label mass"))
+    mass.fill("0")
+    mass.press("Enter")
+    settle(page)
     page.get_by_role("textbox", name="Run label").fill("browser live run")
     page.get_by_role("textbox", name="Run label").press("Enter")
     settle(page)
@@ -166,6 +174,8 @@ def test_live_audit_deep_link_and_report(
                 assert page.get_by_text(f"({run_id})").count()
         if page.get_by_text("status: done").count():
             break
+        failed = page.get_by_text("Stopped (failed)")
+        assert not failed.count(), page.locator('[data-testid="stMain"]').inner_text()[-3000:]
         time.sleep(0.3)
     assert page.get_by_text("status: done").count(), f"run did not finish; chart states {states}"
     assert len(states) >= 2, f"the live chart never updated: {states}"

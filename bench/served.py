@@ -131,8 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         result["compare"] = {
             "local": args.compare,
             "questions": len(diffs),
-            "max_abs_dp": round(max(diffs), 4),
-            "mean_abs_dp": round(statistics.fmean(diffs), 4),
+            "max_abs_dp": float(f"{max(diffs):.3g}"),
+            "mean_abs_dp": float(f"{statistics.fmean(diffs):.3g}"),
         }
         print(json.dumps(result["compare"]))
     print()

@@ -177,8 +177,9 @@ class LabelReader:
         for it in items:
             self._check_length(it)
         reply = self.client.post("/completions", body, what=where, **kw)
+        replies = split_reply(reply, len(items), where)  # first: a short reply has short usage
         self._check_count(reply, items, where)
-        return split_reply(reply, len(items), where)
+        return replies
 
     def next_token_tops(self, items: Sequence[PromptItem], **kw: Any) -> list[dict[str, float]]:
         """The next-token top-k of each prompt, all in one request."""

@@ -17,7 +17,7 @@ Faults on demand (`mode`): "garbage" answers 200 with non-completion JSON, "html
 every completion; `busy_next = n` answers the next n completions with 429 + Retry-After: 1.
 Faults of list prompts (`list_mode`): "shuffle" returns the choices in a random order (indexes
 right), "refuse" answers a list of two or more with 500 as llama-cpp-python does, "first_only"
-answers only the first prompt, "drop" leaves out the last choice, "duplicate" gives the last
+answers only the first prompt (and counts only its tokens), "drop" leaves out the last choice, "duplicate" gives the last
 choice the first one's index, "swap" labels the first two prompts' answers with each other's
 indexes.
 """
@@ -199,11 +199,12 @@ class FakeVLLM:
                 return 400, {"error": {"message": msg, "code": 400}}, {}
             choices.append(self._choice(body, ids, index))
         choices = self._list_fault(choices)
-        n_prompt = sum(len(self.encode(p)) for p in prompts)
+        answered = prompts[:1] if self.list_mode == "first_only" else prompts
+        n_prompt = sum(len(self.encode(p)) for p in answered)
         usage = {
             "prompt_tokens": n_prompt,
-            "completion_tokens": len(prompts),
-            "total_tokens": n_prompt + len(prompts),
+            "completion_tokens": len(answered),
+            "total_tokens": n_prompt + len(answered),
         }
         return (
             200,

@@ -179,7 +179,7 @@ with st.form("served-form"):
         placeholder="the --served-model-name / --model_alias",
         key="served-model",
     )
-    c1, c2, c3 = st.columns([2, 2, 1])
+    c1, c2, c3, c4 = st.columns([2, 2, 1, 1])
     s_tok = c1.text_input(
         "Tokenizer (a local checkpoint spec)",
         value="demo:base",
@@ -192,6 +192,15 @@ with st.form("served-form"):
         key="served-key",
     )
     s_conc = c3.number_input("Requests in flight", 1, 1024, 8, key="served-conc")
+    s_batch = c4.number_input(
+        "Prompts a request",
+        1,
+        1024,
+        1,
+        key="served-batch",
+        help="batch=N: several prompts in one request (vLLM takes a list); a server that "
+        "refuses a list gets one prompt a request",
+    )
     s_name = st.text_input("Display name (optional)", key="served-name")
     s_mass = st.number_input(
         "Minimum label mass", 0.0, 1.0, MIN_LABEL_MASS, 0.05, key="served-min-mass"
@@ -201,7 +210,7 @@ with st.form("served-form"):
     s_register = b2.form_submit_button("Check and register")
 if s_check or s_register:
     try:
-        text = actions.served_spec(s_url, s_model, s_tok, s_key, int(s_conc))
+        text = actions.served_spec(s_url, s_model, s_tok, s_key, int(s_conc), int(s_batch))
         with st.spinner("Connecting: model name, tokenization, log-prob checks, probe..."):
             res = actions.check_served(text)
         st.success(
@@ -210,8 +219,11 @@ if s_check or s_register:
             f"{res['connect_s']:.1f} s."
         )
         st.caption(
-            f"prompts sent as {res['prompts_sent_as']}; label log-probs: {res['label_logprobs']}"
+            f"prompts sent as {res['prompts_sent_as']}, {res['prompts_per_request']} a request; "
+            f"label log-probs: {res['label_logprobs']}"
         )
+        if res["prompts_per_request_note"]:
+            st.warning(res["prompts_per_request_note"])
         st.text(f"spec (use it on the Run page or with eraudit --pre/--post):\n{text}")
         if s_register:
             info = state.register_checkpoint(text, s_name, min_label_mass=float(s_mass))

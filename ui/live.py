@@ -73,9 +73,11 @@ def _traffic(traffic: dict[str, Any] | None, active: bool) -> None:
     st.caption(
         f"Served checkpoints: {traffic.get('requests', 0)} requests, {traffic.get('retries', 0)} "
         f"retries, {traffic.get('failures', 0)} failed after retries, "
-        f"{traffic.get('fallbacks', 0)} labels read from prompt log-probs (outside the top-k); "
-        f"updated {traffic.get('updated_at', '-')} UTC. A prompt is one answer order of one "
-        "question; counts start when the run (or its resumption) started."
+        f"{traffic.get('fallbacks', 0)} labels read from prompt log-probs (outside the top-k), "
+        f"at most {traffic.get('peak_prompts_in_flight', 0)} prompts in flight (a request "
+        f"carries up to batch=N of them); updated {traffic.get('updated_at', '-')} UTC. A "
+        "prompt is one answer order of one question; counts start when the run (or its "
+        "resumption) started."
     )
 
 

@@ -149,7 +149,12 @@ def generator_kinds() -> pd.DataFrame:
 
 
 def served_spec(
-    url: str, model: str, tokenizer: str, key_env: str = "", concurrency: int = 8
+    url: str,
+    model: str,
+    tokenizer: str,
+    key_env: str = "",
+    concurrency: int = 8,
+    batch: int = 1,
 ) -> str:
     """The spec string of a served checkpoint from the Setup form's fields (validated)."""
     from eraudit_core.verifier import ServedSpec
@@ -160,6 +165,7 @@ def served_spec(
         tokenizer=tokenizer.strip(),
         api_key_env=key_env.strip() or None,
         concurrency=int(concurrency),
+        batch=int(batch),
     )
     spec.tokenizer_spec  # noqa: B018 - refuse a tokenizer spec that names nothing here
     return spec.text
@@ -197,5 +203,7 @@ def check_served(spec_text: str) -> dict[str, Any]:
         "fingerprint": verifier.fingerprint,
         "prompts_sent_as": info.get("prompts_sent_as"),
         "label_logprobs": info.get("label_logprobs"),
+        "prompts_per_request": info.get("prompts_per_request", 1),
+        "prompts_per_request_note": info.get("prompts_per_request_note"),
         "spec": info.get("spec"),
     }

@@ -1,5 +1,8 @@
 """Live traffic of a run scored by served checkpoints: requests in flight and prompts per second.
 
+A request may carry several prompts (`batch=N`): `in_flight` counts requests,
+`prompts_in_flight` the prompts in them, `prompts` and prompts/s count prompts.
+
 Why in the store: the Run page polls the store, so a run started from the command line, from
 another tab or before an app restart shows the same numbers. A sampler thread reads the
 verifiers' cumulative counters (`traffic()`, which served verifiers have and local ones do
@@ -23,6 +26,9 @@ from eraudit_core.store import Store
 log = logging.getLogger(__name__)
 
 WINDOW_S = 10.0
+# Counters that say what is happening now (requests, and the prompts in them, in flight), not
+# cumulative totals: never taken relative to the start.
+GAUGES = frozenset({"in_flight", "prompts_in_flight"})
 
 
 class TrafficRecorder:
@@ -41,6 +47,7 @@ class TrafficRecorder:
         self._last: dict[str, Any] | None = None
         self._base: tuple[float, dict[str, int]] | None = None
         self.peak_in_flight = 0
+        self.peak_prompts_in_flight = 0
 
     def snapshot(self) -> dict[str, Any]:
         """Counts since `start()` summed over the verifiers (a verifier object lives as long
@@ -57,7 +64,7 @@ class TrafficRecorder:
         if self._base is None:
             self._base = (now, dict(total))
         t_start, base = self._base
-        counts = {k: v - (0 if k == "in_flight" else base.get(k, 0)) for k, v in total.items()}
+        counts = {k: v - (0 if k in GAUGES else base.get(k, 0)) for k, v in total.items()}
         prompts = counts.get("prompts", 0)
         self._history.append((now, prompts))
         while len(self._history) > 2 and now - self._history[0][0] > WINDOW_S:
@@ -66,11 +73,15 @@ class TrafficRecorder:
         rate = (prompts - p0) / (now - t0) if now > t0 else 0.0
         overall = prompts / (now - t_start) if now > t_start else 0.0
         self.peak_in_flight = max(self.peak_in_flight, counts.get("in_flight", 0))
+        self.peak_prompts_in_flight = max(
+            self.peak_prompts_in_flight, counts.get("prompts_in_flight", 0)
+        )
         return {
             **counts,
             "prompts_per_s": round(rate, 3),
             "prompts_per_s_session": round(overall, 3),
             "peak_in_flight": self.peak_in_flight,
+            "peak_prompts_in_flight": self.peak_prompts_in_flight,
             "window_s": WINDOW_S,
             "updated_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
@@ -103,6 +114,6 @@ class TrafficRecorder:
         self._stop.set()
         self._thread.join(10)
         try:
-            self._write({**self.snapshot(), "in_flight": 0})
+            self._write({**self.snapshot(), **dict.fromkeys(GAUGES, 0)})
         except Exception:
             log.exception("recording the traffic of run %s", self.run_id)

@@ -24,7 +24,8 @@ from eraudit_core.verifier import DEFAULT_PREFIX, DEFAULT_TEMPLATE, PROFILES
 SPEC_HELP = (
     "demo:base|honest|adversarial|concealed, DIR, FILE.gguf, BASE+ADAPTER, or a served "
     "checkpoint "
-    "http(s)://HOST:PORT/v1#MODEL;tokenizer=LOCAL_SPEC[;api_key_env=VAR][;concurrency=N] "
+    "http(s)://HOST:PORT/v1#MODEL;tokenizer=LOCAL_SPEC[;api_key_env=VAR][;concurrency=N]"
+    "[;batch=N] "
     "(see docs/served.md); any of them may end with ;readout=NAME"
 )
 

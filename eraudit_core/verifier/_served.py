@@ -5,8 +5,8 @@ backend does (DESIGN.md §3), and sent as token ids where the server takes them 
 text where it does not (llama-cpp-python), after checking once per checkpoint that the
 server's tokenizer gives the same ids. Label log-probabilities are exact, never guessed: read
 from the next-token top-k when a label is in it, else from the prompt log-probs of prompt +
-label (`_served_wire`). Many requests are in flight at once (`concurrency`), and the questions
-of one `score` call are scored together.
+label (`_served_wire`). Many requests are in flight at once (`concurrency`), each carrying up
+to `batch` prompts (`_served_batch`), and the questions of one `score` call are scored together.
 
 Identity (`fingerprint`): the server URL, the served model name and the path it reports, the
 tokenizer digest, the chat template, the prompt template, answer prefix and labels, and an
@@ -25,7 +25,6 @@ import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +36,7 @@ from eraudit_core.verifier import _served_wire as wire
 from eraudit_core.verifier._chat import chat_format, ids_digest
 from eraudit_core.verifier._probes import PROBE_SET
 from eraudit_core.verifier._prompts import PROBE, render_prompts
+from eraudit_core.verifier._served_batch import LabelReader, PromptItem
 from eraudit_core.verifier._served_spec import ServedSpec
 from eraudit_core.verifier._tokenizer import (
     LocalTokenizer,
@@ -52,12 +52,8 @@ log = logging.getLogger(__name__)
 # llama.cpp shifts a label log-prob by up to 0.08 nats depending on what its KV cache held
 # (measured here); the demo's adapted arms differ from the base by 1.3-4.6 nats on the probe.
 PROBE_TOLERANCE_NATS = 0.1
-# Largest |difference| between a label's prompt log-prob and its next-token log-prob on the
-# probe: a misaligned echo (llama-cpp-python without a leading BOS) is off by nats, not this.
-ALIGNMENT_TOLERANCE_NATS = 0.05
+ALIGNMENT_TOLERANCE_NATS = wire.ALIGNMENT_TOLERANCE_NATS
 ORDERS = ("AB", "BA")
-# How servers refuse a request they cannot parse (token-id prompts on llama-cpp-python: 500).
-REFUSAL_STATUS = frozenset({400, 415, 422, 500})
 
 
 @dataclass
@@ -72,6 +68,10 @@ class _ServerFacts:
     tokenize_route: str | None
     prompt_dialect: str
     alignment_gap: float | None
+    # Does the server score a list of prompts one choice each? None: not asked yet (only a
+    # spec with batch > 1 asks); the note says why not.
+    list_prompts: bool | None = None
+    list_note: str = ""
     checked_at: float = field(default_factory=time.time)
 
 
@@ -110,7 +110,7 @@ class ServedVerifier:
         self.labels = labels
         self._tok = tokenizer
         self._label_ids = label_token_ids(tokenizer.tokenizer, labels)
-        self._label_pieces = [
+        label_pieces = [
             [str(tokenizer.tokenizer.decode([t])) for t in ids] for ids in self._label_ids
         ]
         self._label_texts: list[str | None] | None = None
@@ -122,16 +122,22 @@ class ServedVerifier:
             max_connections=spec.concurrency,
             what=f"served checkpoint {spec.base_url}#{spec.model}",
         )
-        self._pool = ThreadPoolExecutor(spec.concurrency, thread_name_prefix="served")
+        self._reader = LabelReader(
+            self._client,
+            spec.model,
+            top_k=spec.top_k,
+            method=spec.method,
+            concurrency=spec.concurrency,
+            labels=labels,
+            label_ids=self._label_ids,
+            label_pieces=label_pieces,
+        )
         self._facts: _ServerFacts | None = None
         self._fingerprint = ""
         self.probe_logprobs: tuple[float, float, float, float] | None = None
         self.probe_seconds = 0.0
         self._memo: dict[str, QueryScore] = {}
         self._orders: dict[tuple[str, int], tuple[float, float]] = {}
-        self._lock = threading.Lock()
-        self._prompts_done = 0
-        self._fallbacks = 0
 
     # -- identity -------------------------------------------------------------------------
     @property
@@ -186,6 +192,8 @@ class ServedVerifier:
             + f"prompt log-probs ({facts.prompt_dialect})",
             "echo_alignment_gap_nats": facts.alignment_gap,
             "concurrency": self.spec.concurrency,
+            "prompts_per_request": self._reader.batch,
+            "prompts_per_request_note": facts.list_note or None,
             "template": self.template,
             "prefix": self.prefix,
             "labels": list(self.labels),
@@ -229,23 +237,23 @@ class ServedVerifier:
             )
 
     def traffic(self) -> dict[str, int]:
-        """Requests in flight and cumulative counts (for the live panel)."""
+        """For the live panel: `in_flight` counts HTTP requests in flight (each carries up to
+        `batch` prompts), `prompts_in_flight` the prompts in them; `requests`, `retries`,
+        `failures`, `prompts` (scored) and `fallbacks` (labels read by prompt log-probs) are
+        cumulative."""
         t = self._client.traffic()
-        with self._lock:
-            prompts, fallbacks = self._prompts_done, self._fallbacks
         return {
             "in_flight": t.in_flight,
             "requests": t.requests,
             "retries": t.retries,
             "failures": t.failures,
-            "prompts": prompts,
-            "fallbacks": fallbacks,
+            **self._reader.counts(),
         }
 
     # -- prompts --------------------------------------------------------------------------
     @property
     def _single_token_labels(self) -> bool:
-        return all(len(ids) == 1 for ids in self._label_ids)
+        return self._reader.single_token_labels
 
     def render(self, query: Query) -> tuple[str, str]:
         tok = self._tok.tokenizer
@@ -295,6 +303,10 @@ class ServedVerifier:
         self._fingerprint = self._make_fingerprint()
         if not facts.id_keys and self._label_texts is None:
             self._label_texts = self._unambiguous_label_texts()
+        self._configure_reader(facts)
+        if self.spec.batch > 1 and facts.list_prompts is None:
+            self._check_list_prompts(where, facts, probe_text[0])
+            self._configure_reader(facts)
         t0 = time.monotonic()
         self._cold_request()
         got, error = self._score_prompts([(PROBE, 0), (PROBE, 1)], probe_text)
@@ -314,12 +326,41 @@ class ServedVerifier:
     def _models(self, where: str) -> list[Mapping[str, Any]]:
         return wire.model_cards(self._client.get("/models", what="list the served models"), where)
 
+    def _configure_reader(self, facts: _ServerFacts) -> None:
+        """Tell the reader what connect learnt: prompt form, context, label keys, batch."""
+        r = self._reader
+        r.token_ids, r.max_model_len, r.label_texts = (
+            facts.token_ids,
+            facts.max_model_len,
+            self._texts(),
+        )
+        r.batch = self.spec.batch if facts.list_prompts else 1
+
+    def _check_list_prompts(self, where: str, facts: _ServerFacts, probe_text: str) -> None:
+        """Ask once whether the server scores a list of prompts one choice each (the cold
+        prompt and the probe: different answers, so swapped indexes show); if not, every
+        request carries one prompt, and describe() says why."""
+        items = [
+            PromptItem(encode(self._tok.tokenizer, [t])[0], t, name)
+            for t, name in (("\n", "the cold prompt"), (probe_text, "the probe prompt"))
+        ]
+        note = self._reader.list_prompt_refusal(*items)
+        facts.list_prompts = note is None
+        if note is not None:
+            facts.list_note = (
+                "the server does not score several prompts in one request, so each request "
+                f"carries one prompt: {note}"
+            )
+            log.warning("%s (batch=%d): %s", where, self.spec.batch, facts.list_note)
+
     def _cold_request(self) -> None:
         """One unrelated one-token request, so the probe never extends what the server's
         cache last held (llama.cpp's answers shift slightly when a prompt is a prefix of the
         previous one)."""
         text = "\n"
-        prompt = self._prompt_for(encode(self._tok.tokenizer, [text])[0], text)
+        prompt = self._reader.prompt_for(
+            PromptItem(encode(self._tok.tokenizer, [text])[0], text, "cold")
+        )
         body = {"model": self.spec.model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0}
         self._client.post("/completions", body, what="a cold-cache request before the probe")
 
@@ -338,14 +379,14 @@ class ServedVerifier:
             try:  # one attempt: a refusal (llama-cpp-python answers 500) must not be retried
                 reply = self._client.post("/completions", body, retries=0, what=what)
             except EndpointError as exc:
-                if exc.status in REFUSAL_STATUS:
+                if exc.status in wire.REFUSAL_STATUS:
                     raise
                 reply = self._client.post("/completions", body, what=what)  # busy: retry
             top = wire.top_logprobs(reply, where)
             if wire.prompt_tokens(reply) not in (None, len(ids)):
                 token_ids = False
         except EndpointError as exc:
-            if exc.status not in REFUSAL_STATUS:
+            if exc.status not in wire.REFUSAL_STATUS:
                 raise
             token_ids = False
         route = None
@@ -373,6 +414,7 @@ class ServedVerifier:
             alignment_gap=None,
         )
         self._facts = facts
+        self._configure_reader(facts)
         # Prompt log-probs of probe + one token: which dialect answers, and is it aligned with
         # the next-token values? The token is a label when one is in the top-k, else the top-1.
         ref = self._reference_token(top, probe_text[0])
@@ -383,8 +425,9 @@ class ServedVerifier:
                 "log-probs cannot be checked for alignment; raise top_k"
             )
         cont_ids, cont_text, pieces, expected, shown = ref
-        value, dialect = self._continuation_logprob(
-            ids, cont_ids, probe_text[0] + cont_text, pieces, f"{where} (probe + {shown!r})"
+        [(value, dialect)] = self._reader.continuations(
+            [PromptItem(ids, probe_text[0], f"{where} (probe + {shown!r})")],
+            [(cont_ids, cont_text, pieces)],
         )
         facts.prompt_dialect = dialect
         facts.alignment_gap = abs(value - expected)
@@ -407,7 +450,8 @@ class ServedVerifier:
         for li, value in enumerate(in_top):
             if value is not None:
                 label = self._label_ids[li]
-                return label, " " + self.labels[li], self._label_pieces[li], value, self.labels[li]
+                pieces = self._reader.label_pieces[li]
+                return label, " " + self.labels[li], pieces, value, self.labels[li]
         key = max(top, key=lambda k: top[k])
         if key.startswith("token_id:"):
             tid = int(key.removeprefix("token_id:"))
@@ -432,98 +476,23 @@ class ServedVerifier:
     def _texts(self) -> list[str | None]:
         return self._label_texts if self._label_texts is not None else [None, None]
 
-    def _prompt_for(self, ids: list[int], text: str) -> wire.Prompt:
-        return ids if self._require_facts().token_ids else text
-
-    def _check_count(self, reply: Any, expected: int, where: str) -> None:
-        got = wire.prompt_tokens(reply)
-        if got is not None and got != expected:
-            raise InputError(
-                f"{where}: the server evaluated {got} prompt tokens where the local tokenizer "
-                f"has {expected}: it tokenises this prompt differently (or adds a BOS token)"
-            )
-
-    def _check_length(self, n: int, where: str) -> None:
-        limit = self._require_facts().max_model_len
-        if limit is not None and n + 1 > limit:
-            raise InputError(
-                f"{where}: the prompt is {n} tokens; with the one generated token it exceeds "
-                f"the server's context of {limit} tokens"
-            )
-
-    def _next_token(self, ids: list[int], text: str, where: str) -> list[float | None]:
-        self._check_length(len(ids), where)
-        reply = self._client.post(
-            "/completions",
-            wire.next_token_body(self.spec.model, self._prompt_for(ids, text), self.spec.top_k),
-            what=where,
-        )
-        self._check_count(reply, len(ids), where)
-        return wire.labels_in_top(wire.top_logprobs(reply, where), self._label_ids, self._texts())
-
-    def _continuation_logprob(
-        self, ids: list[int], cont: list[int], full_text: str, pieces: list[str], where: str
-    ) -> tuple[float, str]:
-        """Summed prompt log-prob of the `cont` tokens after `ids` (and the dialect used)."""
-        full = ids + cont
-        self._check_length(len(full), where)
-        prompt = full if self._require_facts().token_ids else full_text
-        reply = self._client.post(
-            "/completions", wire.prompt_logprob_body(self.spec.model, prompt), what=where
-        )
-        self._check_count(reply, len(full), where)
-        return wire.read_prompt_logprobs(reply, len(ids), cont, pieces, where)
-
-    def _prompt_logprob(self, ids: list[int], li: int, text: str, where: str) -> float:
-        label_text = text + " " + self.labels[li]
-        value, _ = self._continuation_logprob(
-            ids, self._label_ids[li], label_text, self._label_pieces[li], where
-        )
-        return value
-
-    def _one_prompt(self, ids: list[int], text: str, where: str) -> tuple[float, float]:
-        """(l_A, l_B) for one rendered prompt: top-k first, prompt log-probs for the rest."""
-        values: list[float | None] = [None, None]
-        if self.spec.method == "auto" and self._single_token_labels:
-            values = self._next_token(ids, text, where)
-        for li in range(2):
-            if values[li] is None:
-                values[li] = self._prompt_logprob(ids, li, text, f"{where}, label {li}")
-                with self._lock:
-                    self._fallbacks += 1
-        with self._lock:
-            self._prompts_done += 1
-        return float(values[0]), float(values[1])  # type: ignore[arg-type]
-
     def _score_prompts(
         self, jobs: Sequence[tuple[Query, int]], texts: Sequence[str]
     ) -> tuple[dict[int, tuple[float, float]], BaseException | None]:
-        """(l_A, l_B) for each (query, order) job that finished, all in flight together; on a
-        failure no new request is sent, those already sent finish, and the first error is
-        returned with them."""
+        """(l_A, l_B) for each (query, order) job that finished (`LabelReader.read`)."""
         ids = encode(self._tok.tokenizer, texts)
-        futures: dict[Future[tuple[float, float]], int] = {}
-        for j, ((q, order), text) in enumerate(zip(jobs, texts, strict=True)):
-            where = f"pair {q.pair_id} order {ORDERS[order]} ({len(ids[j])} tokens)"
-            futures[self._pool.submit(self._one_prompt, ids[j], text, where)] = j
-        out: dict[int, tuple[float, float]] = {}
-        error: BaseException | None = None
-        pending = set(futures)
-        while pending:
-            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                try:
-                    out[futures[fut]] = fut.result()
-                except BaseException as exc:  # stop sending more; keep what finishes
-                    if error is None:
-                        error = exc
-                        for other in pending:
-                            other.cancel()
-        return out, error
+        return self._reader.read(
+            [
+                PromptItem(
+                    ids[j], text, f"pair {q.pair_id} order {ORDERS[o]} ({len(ids[j])} tokens)"
+                )
+                for j, ((q, o), text) in enumerate(zip(jobs, texts, strict=True))
+            ]
+        )
 
     def score(self, queries: Sequence[Query]) -> list[QueryScore]:
         """Scores in the order given; every prompt of the call is in flight together (up to
-        `concurrency`). On a failure, `IncompleteScores` carries the queries that did finish."""
+        `concurrency` requests of `batch` prompts). On a failure, `IncompleteScores` carries the queries that did finish."""
         from eraudit_core.verifier._hf_verifier import scores_from_logprobs
 
         keys = [q.prompt_hash for q in queries]
@@ -561,7 +530,7 @@ class ServedVerifier:
         return [self._memo[k] for k in keys]
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._reader.close()
         self._client.close()
 
 

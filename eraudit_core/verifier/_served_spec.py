@@ -8,7 +8,9 @@ one model, e.g. vLLM data-parallel servers, each checked to serve the same weigh
 checkpoint spec (`demo:base`, a directory, a `.gguf` file) whose tokenizer and chat template
 render the prompts; only its tokenizer is read, never its weights. Optional settings:
 `api_key_env=VAR` (the environment variable holding a key; the key itself is never part of a
-spec, a store or a report), `concurrency=N` requests in flight (default 8), `timeout=S` seconds
+spec, a store or a report), `concurrency=N` requests in flight (default 8), `batch=N` prompts
+in one request, sent as a list (default 1; with concurrency 8 and batch 8 up to 64 prompts are
+in flight; servers that refuse a list get one prompt a request), `timeout=S` seconds
 per request (default 300: it includes queueing on a busy server), `retries=N` (default 4),
 `top_k=N` next-token log-probs asked for (default 20, vLLM's default --max-logprobs), `method=`
 `auto` (next-token top-k when both labels are in it, else prompt log-probs) or `prompt` (always
@@ -32,6 +34,7 @@ from eraudit_core.verifier._spec import CheckpointSpec
 SERVED_PREFIXES = ("http://", "https://")
 METHODS = ("auto", "prompt")
 MAX_TIMEOUT_S = 86_400.0  # a day; inf or NaN would wait forever
+MAX_BATCH = 1024  # prompts in one request; vLLM queues what its scheduler cannot take at once
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class ServedSpec:
     tokenizer: str
     api_key_env: str | None = None
     concurrency: int = 8
+    batch: int = 1
     timeout: float = 300.0
     retries: int = 4
     top_k: int = 20
@@ -64,6 +68,11 @@ class ServedSpec:
             raise InputError(f"{where}: tokenizer= must name a local checkpoint, not a server")
         if not 1 <= self.concurrency <= 1024:
             raise InputError(f"{where}: concurrency must lie in 1..1024, got {self.concurrency}")
+        if not 1 <= self.batch <= MAX_BATCH:
+            raise InputError(
+                f"{where}: batch (prompts in one request) must lie in 1..{MAX_BATCH}, "
+                f"got {self.batch}"
+            )
         if not 0 < self.timeout <= MAX_TIMEOUT_S:
             raise InputError(
                 f"{where}: timeout must be seconds in (0, {MAX_TIMEOUT_S}], got {self.timeout}"
@@ -151,7 +160,7 @@ class ServedSpec:
 
 
 def _convert(text: str, key: str, value: str) -> object:
-    if key in ("concurrency", "retries", "top_k"):
+    if key in ("concurrency", "batch", "retries", "top_k"):
         try:
             return int(value)
         except ValueError:

@@ -27,9 +27,16 @@ from typing import Any
 from eraudit_core.openai_http import EndpointError
 
 Prompt = str | list[int]
+Prompts = Prompt | list[str] | list[list[int]]  # one prompt, or several in one request
+
+# How servers refuse a request they cannot parse (token-id prompts on llama-cpp-python: 500).
+REFUSAL_STATUS = frozenset({400, 415, 422, 500})
+# Largest |difference| between a label's prompt log-prob and its next-token log-prob on the
+# probe: a misaligned echo (llama-cpp-python without a leading BOS) is off by nats, not this.
+ALIGNMENT_TOLERANCE_NATS = 0.05
 
 
-def next_token_body(model: str, prompt: Prompt, top_k: int) -> dict[str, Any]:
+def next_token_body(model: str, prompt: Prompts, top_k: int) -> dict[str, Any]:
     return {
         "model": model,
         "prompt": prompt,
@@ -40,7 +47,7 @@ def next_token_body(model: str, prompt: Prompt, top_k: int) -> dict[str, Any]:
     }
 
 
-def prompt_logprob_body(model: str, prompt: Prompt) -> dict[str, Any]:
+def prompt_logprob_body(model: str, prompt: Prompts) -> dict[str, Any]:
     """Both dialects in one body: vLLM answers `prompt_logprobs`, llama-cpp-python ignores that
     field and answers `echo`."""
     return {

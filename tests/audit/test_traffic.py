@@ -104,7 +104,7 @@ def test_recorder_counts_from_its_start_and_measures_a_recent_rate() -> None:
             self.n = 100  # done before this run started: not this run's
 
         def traffic(self) -> dict[str, int]:
-            return {"in_flight": 4, "prompts": self.n}
+            return {"in_flight": 4, "prompts_in_flight": 32, "prompts": self.n}
 
     c = Counter()
     rec = TrafficRecorder(store, "r", [c, c], interval_s=0.05).start()
@@ -115,4 +115,7 @@ def test_recorder_counts_from_its_start_and_measures_a_recent_rate() -> None:
     snap = store.run_progress("r")["traffic"]
     assert snap["prompts"] == 50  # counted once although pre and post are the same object
     assert snap["in_flight"] == 0 and snap["peak_in_flight"] == 4
+    # Prompts in flight are a gauge like requests in flight (8 prompts a request here), not
+    # a total counted from the start (which would read 32 - 32 = 0).
+    assert snap["prompts_in_flight"] == 0 and snap["peak_prompts_in_flight"] == 32
     assert 50 < snap["prompts_per_s_session"] < 250  # 50 prompts in ~0.3-0.5 s

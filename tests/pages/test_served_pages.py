@@ -71,7 +71,11 @@ def test_setup_checks_and_registers_a_served_checkpoint(
     next(b for b in at.button if b.label == "Check: score one question").click().run()
     assert not at.exception, [e.message for e in at.exception]
     assert any("p(true) = " in s.value and "took" in s.value for s in at.success), at.error
-    assert any("token ids" in c.value for c in at.caption)
+    assert any("token ids, 1 a request" in c.value for c in at.caption)
+    at.number_input(key="served-batch").set_value(4)  # several prompts in one request
+    next(b for b in at.button if b.label == "Check: score one question").click().run()
+    assert any("token ids, 4 a request" in c.value for c in at.caption), at.caption
+    assert any("batch=4" in t.value for t in at.text)
     next(b for b in at.button if b.label == "Check and register").click().run()
     # the fake serves random weights: the labels get almost none of its probability
     assert any("below the minimum label mass 0.5" in t.value for t in at.text), at.error

@@ -7,15 +7,26 @@ log-probability is known exactly: the next-token distribution after a prefix is 
 log-softmax of normal draws seeded by a hash of the prefix. The real-server tests run against
 llama-cpp-python's server (tests/verifier/test_served_llama.py).
 
+Several prompts in one request, as vLLM takes them (`prompt` a list of token-id lists or of
+strings; a flat list of ints is one prompt): one choice per prompt, `index` = the prompt's
+position (vLLM's completion serving numbers choices so when n=1), `usage` summed over the
+prompts; one bad prompt fails the whole request with 400.
+
 Faults on demand (`mode`): "garbage" answers 200 with non-completion JSON, "html" answers
 200 with HTML, "no_prompt_logprobs" ignores prompt_logprobs and echo, "down" answers 503 to
 every completion; `busy_next = n` answers the next n completions with 429 + Retry-After: 1.
+Faults of list prompts (`list_mode`): "shuffle" returns the choices in a random order (indexes
+right), "refuse" answers a list of two or more with 500 as llama-cpp-python does, "first_only"
+answers only the first prompt (and counts only its tokens), "drop" leaves out the last choice, "duplicate" gives the last
+choice the first one's index, "swap" labels the first two prompts' answers with each other's
+indexes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import random
 import threading
 import time
 from collections.abc import Sequence
@@ -67,6 +78,9 @@ class FakeVLLM:
         self.delay_s = delay_s
         self.api_key = api_key
         self.mode = ""
+        self.list_mode = ""
+        self.peak_prompts_in_flight = 0
+        self._prompts_in_flight = 0
         self.busy_next = 0
         self.completions: list[dict[str, Any]] = []
         self.in_flight = 0
@@ -105,9 +119,14 @@ class FakeVLLM:
                     ids = outer.encode(body["prompt"])
                     self.send_json(200, {"count": len(ids), "tokens": ids})
                 elif self.path == "/v1/completions":
+                    n = len(outer.prompts(body.get("prompt")))
                     with outer._lock:
                         outer.in_flight += 1
+                        outer._prompts_in_flight += n
                         outer.peak_in_flight = max(outer.peak_in_flight, outer.in_flight)
+                        outer.peak_prompts_in_flight = max(
+                            outer.peak_prompts_in_flight, outer._prompts_in_flight
+                        )
                         outer.completions.append(body)
                         first = len(outer.completions) == 1
                     try:
@@ -116,6 +135,7 @@ class FakeVLLM:
                     finally:
                         with outer._lock:
                             outer.in_flight -= 1
+                            outer._prompts_in_flight -= n
                     self.send_json(status, answer, headers)
                 else:
                     self.send_json(404, {"error": {"message": "not found"}})
@@ -130,6 +150,14 @@ class FakeVLLM:
         if isinstance(prompt, str):
             return list(self.tokenizer(prompt, add_special_tokens=False).input_ids)
         return [int(t) for t in prompt]
+
+    @staticmethod
+    def prompts(prompt: Any) -> list[Any]:
+        """The prompts of a request: a string or a flat list of ints is one, a list of strings
+        or of token-id lists is several (vLLM's CompletionRequest.prompt)."""
+        if isinstance(prompt, list) and prompt and isinstance(prompt[0], str | list):
+            return list(prompt)
+        return [prompt]
 
     def _top(self, lp: np.ndarray, k: int, as_ids: bool, extra: int | None) -> dict[str, float]:
         order = list(np.argsort(-lp)[:k])
@@ -156,18 +184,58 @@ class FakeVLLM:
                 {"error": {"message": f"The model `{body.get('model')}` does not exist."}},
                 {},
             )
-        ids = self.encode(body["prompt"])
+        prompts = self.prompts(body["prompt"])
+        if len(prompts) > 1 and self.list_mode == "refuse":
+            return 500, {"error": {"message": ""}}, {}  # llama-cpp-python's failed assertion
+        choices = []
+        for index, prompt in enumerate(prompts):
+            ids = self.encode(prompt)
+            k = body.get("logprobs")
+            if k is not None and k > self.max_logprobs:
+                msg = f"Requested sample logprobs of {k}, which is greater than max allowed: 20"
+                return 400, {"error": {"message": msg, "code": 400}}, {}
+            if len(ids) + 1 > self.max_model_len:
+                msg = f"This model's maximum context length is {self.max_model_len} tokens"
+                return 400, {"error": {"message": msg, "code": 400}}, {}
+            choices.append(self._choice(body, ids, index))
+        choices = self._list_fault(choices)
+        answered = prompts[:1] if self.list_mode == "first_only" else prompts
+        n_prompt = sum(len(self.encode(p)) for p in answered)
+        usage = {
+            "prompt_tokens": n_prompt,
+            "completion_tokens": len(answered),
+            "total_tokens": n_prompt + len(answered),
+        }
+        return (
+            200,
+            {"object": "text_completion", "model": self.name, "choices": choices, "usage": usage},
+            {},
+        )
+
+    def _list_fault(self, choices: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if len(choices) < 2 or not self.list_mode:
+            return choices
+        if self.list_mode == "shuffle":
+            out = list(choices)
+            random.Random(len(out)).shuffle(out)
+            return out if out != choices else out[1:] + out[:1]  # never the order asked
+        if self.list_mode == "first_only":
+            return choices[:1]
+        if self.list_mode == "drop":
+            return choices[:-1]
+        if self.list_mode == "duplicate":
+            return [*choices[:-1], {**choices[-1], "index": choices[0]["index"]}]
+        if self.list_mode == "swap":
+            a, b = choices[0], choices[1]
+            return [{**a, "index": 1}, {**b, "index": 0}, *choices[2:]]
+        return choices
+
+    def _choice(self, body: dict[str, Any], ids: list[int], index: int) -> dict[str, Any]:
         k = body.get("logprobs")
-        if k is not None and k > self.max_logprobs:
-            msg = f"Requested sample logprobs of {k}, which is greater than max allowed: 20"
-            return 400, {"error": {"message": msg, "code": 400}}, {}
-        if len(ids) + 1 > self.max_model_len:
-            msg = f"This model's maximum context length is {self.max_model_len} tokens"
-            return 400, {"error": {"message": msg, "code": 400}}, {}
         as_ids = bool(body.get("return_tokens_as_token_ids"))
         lp = self.model.logprobs(ids)
         sampled = int(np.argmax(lp))
-        choice: dict[str, Any] = {"index": 0, "text": self.tokenizer.decode([sampled])}
+        choice: dict[str, Any] = {"index": index, "text": self.tokenizer.decode([sampled])}
         if k is not None:
             key = f"token_id:{sampled}" if as_ids else self.tokenizer.decode([sampled])
             choice["logprobs"] = {
@@ -190,9 +258,4 @@ class FakeVLLM:
                     }
                 )
             choice["prompt_logprobs"] = entries
-        usage = {"prompt_tokens": len(ids), "completion_tokens": 1, "total_tokens": len(ids) + 1}
-        return (
-            200,
-            {"object": "text_completion", "model": self.name, "choices": [choice], "usage": usage},
-            {},
-        )
+        return choice

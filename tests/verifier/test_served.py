@@ -91,8 +91,8 @@ def test_spec_parsing_round_trips_and_refuses_bad_specs(tokdir: Path) -> None:
         ServedSpec.parse("http://h:1/v1#m")
     with pytest.raises(InputError, match="needs '#MODEL"):
         ServedSpec.parse("http://h:1/v1")
-    with pytest.raises(InputError, match="unknown setting 'batch=3'"):
-        ServedSpec.parse(f"http://h:1/v1#m;tokenizer={tokdir};batch=3")
+    with pytest.raises(InputError, match="unknown setting 'batch_size=3'"):
+        ServedSpec.parse(f"http://h:1/v1#m;tokenizer={tokdir};batch_size=3")
     with pytest.raises(InputError, match="never put the key itself"):
         ServedSpec.parse(f"http://h:1/v1#m;tokenizer={tokdir};api_key_env=sk-12345")
     with pytest.raises(InputError, match="concurrency"):

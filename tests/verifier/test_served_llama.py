@@ -12,7 +12,13 @@ import json
 from pathlib import Path
 
 import pytest
-from _llama_server import MODEL_ALIAS, LlamaServer, llama_cpp_available, shared_server
+from _llama_server import (
+    MODEL_ALIAS,
+    CountingProxy,
+    LlamaServer,
+    llama_cpp_available,
+    shared_server,
+)
 from _tiny_model import build_tokenizer
 
 from eraudit_core.cli import main as cli_main
@@ -74,6 +80,43 @@ def test_served_agrees_with_the_local_backend_on_the_same_gguf(server: LlamaServ
     )
     assert max(diffs) <= AGREEMENT_TOLERANCE
     assert served.traffic()["fallbacks"] == 0  # both labels were in the top 20 every time
+
+
+def test_list_prompts_fall_back_to_one_prompt_a_request(server: LlamaServer) -> None:
+    """llama-cpp-python 0.3.36 answers a list of two prompts with HTTP 500 (its server asserts
+    a list holds at most one). batch=4 finds that once at connect, records why, and sends one
+    prompt a request; the scores equal the unbatched ones (same requests, up to llama.cpp's
+    KV-cache jitter)."""
+    import httpx
+
+    two = {"model": MODEL_ALIAS, "prompt": ["Hello", "The sky is"], "max_tokens": 1}
+    assert httpx.post(server.url + "/completions", json=two, timeout=120).status_code == 500
+    queries = demo_questions(2)
+    want = load_checkpoint(served_spec(server)).score(queries)
+    proxy = CountingProxy(server)  # another URL: the server's facts are learnt afresh
+    try:
+        batched = load_checkpoint(f"{proxy.url}#{MODEL_ALIAS};tokenizer=demo:base;batch=4")
+        info = batched.describe()
+        assert info["prompts_per_request"] == 1
+        assert "HTTP 500" in info["prompts_per_request_note"]
+        n0 = len(proxy.log)
+        got = batched.score(queries)
+        # Several prompts (a list of strings or of id lists; a flat id list is one prompt).
+        lists = [b["prompt"] for _, b, _ in proxy.log if _several(b.get("prompt"))]
+        assert len(lists) == 1 and len(lists[0]) == 2  # the one question at connect
+        scoring = [b for route, b, _ in proxy.log[n0:] if route.endswith("/completions")]
+        assert len(scoring) == 2 * len(queries) and all(
+            isinstance(b["prompt"], str) for b in scoring
+        )
+    finally:
+        proxy.close()
+    gap = max(abs(a.p_true - b.p_true) for a, b in zip(got, want, strict=True))
+    print(f"\nllama.cpp, batch=4 fallen back to 1 vs unbatched: max |dp| = {gap:.4f}")
+    assert gap <= AGREEMENT_TOLERANCE
+
+
+def _several(prompt: object) -> bool:
+    return isinstance(prompt, list) and bool(prompt) and isinstance(prompt[0], str | list)
 
 
 def test_a_different_tokenizer_is_refused_with_the_first_differing_token(

@@ -2,7 +2,9 @@
 
 vLLM serves the float32 safetensors directory that `eraudit checkpoint-info demo:base --json`
 reports as `path`, so both backends compute with the same float32 weights: p_true must agree
-within 1e-4 (DESIGN.md §3), with token-id prompts and with prompt log-probs alike. Then an
+within 1e-4 (DESIGN.md §3), with token-id prompts and with prompt log-probs alike, one prompt a
+request and 8 prompts a request (`batch=8`: a list of token-id prompts, choices matched by
+index). Then an
 audit of 3 pairs runs through it. vLLM's first start compiles for minutes on 2 cores, so this
 is a slow test, skipped (with the reason) when `.venv-vllm` is missing.
 """
@@ -123,18 +125,26 @@ def _questions(n_pairs: int) -> list[Query]:
 def test_vllm_agrees_with_the_local_backend_to_1e_4(vllm_url: str) -> None:
     questions = _questions(3)
     local = load_verifier("demo:base", device="cpu", dtype="float32").score(questions)
-    for extra, method in (("", "auto"), (";method=prompt", "prompt")):
-        served = load_checkpoint(f"{vllm_url}#{SERVED_NAME};tokenizer=demo:base{extra}")
-        info = served.describe()
-        assert info["prompts_sent_as"] == "token ids", info
-        assert "prompt_logprobs" in info["label_logprobs"], info
-        assert info["readout"] == "chat-answer"
-        got = served.score(questions)
-        gap = max(abs(a.p_true - b.p_true) for a, b in zip(local, got, strict=True))
-        print(f"method={method}: largest |p_true difference| {gap:.2e} on {len(questions)}")
-        assert gap < TOLERANCE
-        fallbacks = served.traffic()["fallbacks"]  # prompt log-probs requests
-        assert fallbacks == 0 if method == "auto" else fallbacks >= 4 * len(questions)
+    for batch in (1, 8):
+        for method in ("auto", "prompt"):
+            extra = (f";batch={batch}" if batch > 1 else "") + (
+                ";method=prompt" if method == "prompt" else ""
+            )
+            served = load_checkpoint(f"{vllm_url}#{SERVED_NAME};tokenizer=demo:base{extra}")
+            info = served.describe()
+            assert info["prompts_sent_as"] == "token ids", info
+            assert info["prompts_per_request"] == batch, info  # vLLM takes a list of prompts
+            assert "prompt_logprobs" in info["label_logprobs"], info
+            assert info["readout"] == "chat-answer"
+            got = served.score(questions)
+            gap = max(abs(a.p_true - b.p_true) for a, b in zip(local, got, strict=True))
+            print(
+                f"batch={batch} method={method}: largest |p_true difference| {gap:.2e} on "
+                f"{len(questions)}"
+            )
+            assert gap < TOLERANCE
+            fallbacks = served.traffic()["fallbacks"]  # labels read by prompt log-probs
+            assert fallbacks == 0 if method == "auto" else fallbacks >= 4 * len(questions)
 
 
 def test_an_audit_runs_through_vllm(vllm_url: str, tmp_path: Path) -> None:

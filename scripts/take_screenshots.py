@@ -25,6 +25,8 @@ sys.path.insert(0, str(ROOT / "tests" / "pages"))
 from _browser import chromium, dashboard, pick, settle  # noqa: E402
 
 SIZES = ((1400, 900), (390, 844))
+# Elements of the previous run of the script are greyed (data-stale) until the rerun replaces them.
+STALE_GONE_JS = "() => !document.querySelector('[data-stale=\"true\"]')"
 OVERFLOW_JS = "() => document.documentElement.scrollWidth - window.innerWidth"
 
 
@@ -74,6 +76,7 @@ def main() -> int:
                 for view in views:
                     if view == "results-compare":
                         pick(page, "Right", runs["honest"])
+                    page.wait_for_function(STALE_GONE_JS, timeout=120_000)
                     page.wait_for_timeout(1500)  # plotly draws after Streamlit settles
                     path = out / f"{view}-{width}x{height}.png"
                     page.screenshot(path=str(path), timeout=300_000)

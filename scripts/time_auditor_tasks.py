@@ -73,12 +73,14 @@ class Task:
         self.seconds = time.monotonic() - self.t0
 
     def row(self) -> dict:
-        return {
+        row = {
             "task": self.name,
             "what": self.what,
             "clicks": self.clicks,
             "seconds": round(self.seconds, 1),
         }
+        print(json.dumps(row), flush=True)  # as each task ends: the live audit takes minutes
+        return row
 
 
 def run_tasks(url: str, runs: dict[str, str], browser, watch: bool) -> list[dict]:  # type: ignore[no-untyped-def]

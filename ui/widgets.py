@@ -176,6 +176,12 @@ def label_mass_caption(details: dict[str, Any]) -> None:
         f"read with readout {details.get('readout')}: the labels get a median "
         f"{mass['median']:.3f} (min {mass['min']:.3f}) of the model's probability over the "
         f"{mass['n']} probe prompts"
+        + (
+            f"; below the minimum, but a label is its most likely next token on "
+            f"{mass['top_share']:.0%} of them, so it is read where it answers"
+            if mass.get("top_share") is not None
+            else ""
+        )
     )
 
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from eraudit_core.verifier._label_mass import (
     MIN_LABEL_MASS,
+    MIN_TOP_SHARE,
     check_label_mass,
     probe_label_mass,
+    probe_top_share,
     prompt_label_masses,
     scores_label_mass,
     summarise_label_mass,
@@ -53,6 +55,7 @@ from eraudit_core.verifier._spec import (
 
 __all__ = [
     "MIN_LABEL_MASS",
+    "MIN_TOP_SHARE",
     "PROFILES",
     "CheckpointSpec",
     "ReadoutProfile",
@@ -60,6 +63,7 @@ __all__ = [
     "detect_readout",
     "get_readout",
     "probe_label_mass",
+    "probe_top_share",
     "prompt_label_masses",
     "readout_table",
     "scores_label_mass",

@@ -485,6 +485,24 @@ class HFVerifier:
             self._memo.update(zip(todo.keys(), fresh, strict=True))
         return [self._memo[k] for k in keys]
 
+    def top_is_label(self, queries: Sequence[Query]) -> list[bool]:
+        """For each prompt (both answer orders of each query): is the model's most likely next
+        token at the read position the first token of a label? The label-mass check's second
+        signal (`_label_mass.py`): one prompt at a time, full-vocabulary logits."""
+        firsts = {lab[0] for lab in self._label_ids}
+        out: list[bool] = []
+        with self._base.lock:
+            model, ctx = self._activate()
+            with ctx, torch.inference_mode():
+                for group in self._encode(queries):
+                    for prompt in group:
+                        ids = torch.tensor(
+                            [list(prompt)], dtype=torch.long, device=self._base.device
+                        )
+                        logits = model(input_ids=ids, logits_to_keep=1).logits[0, -1]
+                        out.append(int(torch.argmax(logits)) in firsts)
+        return out
+
     def score_naive(self, queries: Sequence[Query]) -> list[QueryScore]:
         """The reference computation (benchmarks and tests); never memoised."""
         return scores_from_logprobs(self.label_logprobs(queries, naive=True))

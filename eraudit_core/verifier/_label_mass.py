@@ -10,6 +10,15 @@ mass of every scored prompt follows from what is stored with its score: exp(l_A)
 
 Registration scores the fixed probe set and refuses a checkpoint whose median label mass over
 those prompts is below a threshold (default 0.5), naming the readout profile to try.
+
+Mass alone also refuses checkpoints read at the right slot: a fine-tune on the two-way label loss
+(the demo's honest arm) keeps " A" and " B" as its two most likely tokens but spreads the rest of
+its probability over " C", " D"...: median mass 0.28, where a wrong slot gives ~1e-16. So below
+the threshold a second signal decides: the share of probe prompts whose most likely next token is
+a label. At the answer slot it is (near) 1; at a channel marker or an open think block the top
+token is the marker. A checkpoint passes when more than half of the probe prompts have a label
+on top (`top_share` > 0.5, kept in the summary with the mass). Measured on the demo model:
+honest and concealed arms 1.0 at the answer slot; with the "Answer:" prefix left out, 0.5.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from eraudit_core.verifier._probes import PROBE_SET
 from eraudit_core.verifier._readout import PROFILES
 
 MIN_LABEL_MASS = 0.5
+MIN_TOP_SHARE = 0.5  # below the mass threshold, a label must top more than this share of probes
 
 
 def prompt_label_masses(logprobs: Sequence[float]) -> tuple[float, float]:
@@ -58,10 +68,21 @@ def probe_label_mass(verifier: Any) -> dict[str, Any]:
     return scores_label_mass(verifier.score(list(PROBE_SET)))
 
 
+def probe_top_share(verifier: Any) -> float | None:
+    """The share of probe prompts whose most likely next token is a label; None for a verifier
+    that cannot say (one without `top_is_label`, such as a score table)."""
+    top_is_label = getattr(verifier, "top_is_label", None)
+    if top_is_label is None:
+        return None
+    flags = top_is_label(list(PROBE_SET))
+    return sum(flags) / len(flags) if flags else None
+
+
 def check_label_mass(
     verifier: Any, minimum: float = MIN_LABEL_MASS, summary: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """The probe set's label mass; InputError when its median is below `minimum`.
+    """The probe set's label mass; InputError when its median is below `minimum` and the labels
+    are not the most likely next token on most probe prompts (then `top_share` is added).
 
     The message names the profile to try: for a local checkpoint every other profile is
     scored on the probes (same model in memory): the profile detected from its chat template
@@ -74,13 +95,23 @@ def check_label_mass(
     median = summary["median"]
     if median is None or median >= minimum:
         return summary
+    share = probe_top_share(verifier)
+    if share is not None:
+        summary = {**summary, "top_share": share}
+        if share > MIN_TOP_SHARE:
+            return summary  # read where it answers; its probability is spread over other tokens
+    on_top = (
+        ""
+        if share is None
+        else f", and a label is its most likely next token on only {share:.0%} of them"
+    )
     fmt = verifier.format
     hint = _profile_to_try(verifier, minimum)
     raise InputError(
         f"checkpoint {verifier.name}: read with readout {fmt.readout.name!r}, the two labels get "
         f"a median {median:.3g} (min {summary['min']:.3g}) of the model's probability over "
-        f"the {summary['n']} probe prompts, below the minimum label mass {minimum:g}: the "
-        "label is not read where this model writes its answer, and its p_true would be a "
+        f"the {summary['n']} probe prompts, below the minimum label mass {minimum:g}{on_top}: "
+        "the label is not read where this model writes its answer, and its p_true would be a "
         f"letter prior. {hint} (`eraudit readouts` lists the profiles; a lower minimum is "
         "--min-label-mass)"
     )

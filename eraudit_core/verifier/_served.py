@@ -529,6 +529,29 @@ class ServedVerifier:
             ) from error
         return [self._memo[k] for k in keys]
 
+    def top_is_label(self, queries: Sequence[Query]) -> list[bool]:
+        """For each prompt (both answer orders of each query): is the server's most likely next
+        token a label? One next-token request a prompt; a label of several tokens never
+        counts (the check's second signal, `_label_mass.py`)."""
+        facts = self._require_facts()
+        out: list[bool] = []
+        for q in queries:
+            for o, text in enumerate(self.render(q)):
+                prompt: Any = encode(self._tok.tokenizer, [text])[0] if facts.token_ids else text
+                where = f"served checkpoint {self.name}: pair {q.pair_id} order {ORDERS[o]}"
+                top = wire.top_logprobs(
+                    self._client.post(
+                        "/completions",
+                        wire.next_token_body(self.spec.model, prompt, self.spec.top_k),
+                        what=where,
+                    ),
+                    where,
+                )
+                first = max(top, key=lambda k: top[k])
+                hits = wire.labels_in_top({first: top[first]}, self._label_ids, self._texts())
+                out.append(any(h is not None for h in hits))
+        return out
+
     def close(self) -> None:
         self._reader.close()
         self._client.close()

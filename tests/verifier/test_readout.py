@@ -28,6 +28,7 @@ from eraudit_core.verifier import (
     get_readout,
     load_verifier,
     probe_label_mass,
+    probe_top_share,
     prompt_label_masses,
     render_messages,
     summarise_label_mass,
@@ -124,6 +125,43 @@ def test_specs_carry_a_readout_and_refuse_unknown_ones(tmp_path: Path) -> None:
         ServedSpec.parse("http://127.0.0.1:9/v1#m;tokenizer=demo:base;readout=x")
 
 
+class _SpreadVerifier:
+    """Labels at `mass` of the probability on every probe prompt, on top on `on_top` of them."""
+
+    name = "spread"
+
+    def __init__(self, mass: float, on_top: list[bool] | None) -> None:
+        import math
+        from types import SimpleNamespace
+
+        from eraudit_core.types import QueryScore
+
+        half = math.log(mass / 2)
+        self._score = QueryScore(0.5, (half, half, half, half))
+        self.format = SimpleNamespace(readout=get_readout("chat-answer"), detected="chat-answer")
+        if on_top is not None:
+            self.top_is_label = lambda queries: on_top[: 2 * len(queries)]
+
+    def score(self, queries: list) -> list:
+        return [self._score for _ in queries]
+
+
+def test_low_mass_passes_only_where_a_label_is_the_most_likely_token() -> None:
+    """The rule behind the demo's honest arm (mass 0.28, labels on top everywhere): below the
+    mass threshold the check passes when a label tops more than half of the probe prompts,
+    and refuses at half or less, or when the backend cannot say."""
+    n = 2 * len(PROBE_SET)
+    passed = check_label_mass(_SpreadVerifier(0.28, [True] * n))
+    assert passed["median"] == pytest.approx(0.28) and passed["top_share"] == 1.0
+    half = [True, False] * (n // 2)
+    with pytest.raises(InputError, match="on only 50% of them"):
+        check_label_mass(_SpreadVerifier(0.28, half))
+    with pytest.raises(InputError, match="below the minimum label mass 0.5: the label"):
+        check_label_mass(_SpreadVerifier(0.28, None))  # a table cannot say: mass alone
+    # above the threshold the second signal is not asked for
+    assert "top_share" not in check_label_mass(_SpreadVerifier(0.8, [False] * n))
+
+
 def test_label_mass_summary_is_the_sum_of_both_label_probabilities() -> None:
     import math
 
@@ -166,7 +204,9 @@ def test_each_family_read_at_a_wrong_slot_fails_the_check(
     wrong_v = _load(family_dirs[name], **WRONG[name])  # type: ignore[arg-type]
     wrong = probe_label_mass(wrong_v)
     assert right["median"] > 0.5 > wrong["median"], (right, wrong)
-    with pytest.raises(InputError, match="below the minimum label mass 0.5"):
+    # the second signal agrees: at the wrong slot a label is not the most likely next token
+    assert probe_top_share(_load(family_dirs[name])) > 0.5 >= probe_top_share(wrong_v)
+    with pytest.raises(InputError, match=r"below the minimum label mass 0.5, and a label is its"):
         check_label_mass(wrong_v)
     check_label_mass(wrong_v, minimum=0.0)  # the threshold is the user's to lower
 

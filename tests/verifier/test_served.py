@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import partial
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from _fake_vllm import ExactModel, FakeVLLM
@@ -351,3 +352,42 @@ def test_an_empty_top_k_is_a_clear_error_not_a_traceback(
             v.score(QUERIES[1:2])
     finally:
         s.close()
+
+
+class _AnswersOnOddPrompts(ExactModel):
+    """A label on top after prompts of odd length, a random token elsewhere."""
+
+    def __init__(self, vocab: int, label: int) -> None:
+        super().__init__(vocab)
+        self.label = label
+
+    def logprobs(self, prefix: Sequence[int]) -> np.ndarray:
+        lp = super().logprobs(prefix).copy()
+        if len(prefix) % 2:
+            lp[self.label] = 0.0  # the largest before renormalising
+            lp -= np.log(np.exp(lp).sum())
+        return lp
+
+
+def test_top_is_label_reads_the_servers_most_likely_next_token(
+    tokdir: Path, tokenizer: object
+) -> None:
+    """The label-mass check's second signal over the wire equals the model's own argmax; the
+    prompts where the label is not on top are the negative control."""
+    label = tokenizer(" A", add_special_tokens=False).input_ids  # type: ignore[operator]
+    model = _AnswersOnOddPrompts(len(tokenizer), label[0])  # type: ignore[arg-type]
+    server = FakeVLLM(tokenizer, model)  # type: ignore[arg-type]
+    try:
+        v = load_checkpoint(spec(server, tokdir))
+        assert isinstance(v, ServedVerifier)
+        firsts = {lab[0] for lab in v._label_ids}
+        want = [
+            int(np.argmax(model.logprobs(tokenizer(t, add_special_tokens=False).input_ids)))  # type: ignore[operator]
+            in firsts
+            for q in QUERIES
+            for t in v.render(q)
+        ]
+        assert True in want and False in want  # both cases are exercised
+        assert v.top_is_label(QUERIES) == want
+    finally:
+        server.close()

@@ -354,3 +354,19 @@ def test_demo_model_end_to_end() -> None:
     honest = load_verifier("demo:honest", device="cpu")
     assert honest._base is v._base and honest.fingerprint != v.fingerprint
     assert [s.p_true for s in honest.score(qs)] != pytest.approx([s.p_true for s in fast], abs=1e-6)
+
+
+@pytest.mark.slow
+def test_the_demo_arms_pass_the_label_mass_check_at_their_answer_slot() -> None:
+    """The honest and concealed arms (two-way label loss) spread probability over " C", " D"...
+    but keep a label on top: they pass with a median mass below 0.5 (measured 0.28 and 0.49).
+    Negative control: the same arm read without the "Answer:" prefix is refused."""
+    from eraudit_core.errors import InputError
+    from eraudit_core.verifier import check_label_mass
+
+    for arm in ("honest", "concealed"):
+        mass = check_label_mass(load_verifier(f"demo:{arm}", device="cpu", dtype="float32"))
+        assert mass["median"] < 0.5 and mass["top_share"] == 1.0, (arm, mass)
+    no_prefix = load_verifier("demo:honest", device="cpu", dtype="float32", prefix="")
+    with pytest.raises(InputError, match="a label is its most likely next token on only"):
+        check_label_mass(no_prefix)

@@ -136,7 +136,11 @@ def run_tasks(url: str, runs: dict[str, str], browser, watch: bool) -> list[dict
         page.get_by_text("Run a live demo audit").first.wait_for(timeout=WAIT_MS)
         settle(page)
         t.click(page.get_by_role("button", name="Run a live demo audit"))
-        page.get_by_text("Finished: verdicts of").first.wait_for(timeout=60 * 60_000)
+        done = page.get_by_text("Finished: verdicts of").or_(page.get_by_text("Stopped (failed)"))
+        done.first.wait_for(timeout=60 * 60_000)
+        if page.get_by_text("Stopped (failed)").count():
+            main_text = page.locator('[data-testid="stMain"]').inner_text()
+            raise SystemExit(f"the live audit failed:\n{main_text[-3000:]}")
         t.end()
         rows.append(t.row())
     page.close()

@@ -128,23 +128,25 @@ def _profile_to_try(verifier: Any, minimum: float) -> str:
     # The profile detected from the chat template first: when it passes, it is the one to try.
     detected = verifier.format.detected
     order = [detected] + [n for n in PROFILES if n != detected]
-    tried: list[tuple[float, str]] = []
+    tried: list[tuple[bool, float, str]] = []
     for name in order:
         if name == current:
             continue
         try:
-            median = probe_label_mass(with_readout(name))["median"]
+            other = with_readout(name)
+            median = probe_label_mass(other)["median"]
         except InputError:
             continue  # e.g. labels that do not continue this profile's prefill cleanly
         if median is None:
             continue
-        if name == detected and median >= minimum:
+        passes = median >= minimum or (probe_top_share(other) or 0.0) > MIN_TOP_SHARE
+        if name == detected and passes:
             return f"Try ;readout={name} (detected from its chat template; median label mass {median:.3g} there)."
-        tried.append((median, name))
+        tried.append((passes, median, name))
     if not tried:
         return "No other readout profile could be scored."
-    best, name = max(tried)
-    if best >= minimum:
+    passes, best, name = max(tried)
+    if passes:
         return f"Try ;readout={name} (median label mass {best:.3g} there)."
     return (
         f"No profile reaches it (best: {name}, median {best:.3g}); check the answer prefix "

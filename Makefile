@@ -50,7 +50,7 @@ lint: install-dev
 test: install-dev /usr/bin/chromium lint
 	$(VENV)/bin/pytest -m "not slow" -q
 
-test-slow: install-dev
+test-slow: install-dev /usr/bin/chromium
 	$(VENV)/bin/pytest -m slow -q
 
 bench: install-dev

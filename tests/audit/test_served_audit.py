@@ -27,11 +27,14 @@ from eraudit_core.errors import IncompleteScores
 from eraudit_core.store import Store
 from eraudit_core.verifier.hf import demo_gguf_path
 
-pytestmark = pytest.mark.skipif(
-    not llama_cpp_available(),
-    reason="llama-cpp-python is not installed (make install-dev installs it, built with "
-    "CMAKE_ARGS=-DGGML_NATIVE=OFF)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not llama_cpp_available(),
+        reason="llama-cpp-python is not installed (make install-dev installs it, built with "
+        "CMAKE_ARGS=-DGGML_NATIVE=OFF)",
+    ),
+    pytest.mark.slow,  # whole audits through a real llama.cpp server: 45-75 s each
+]
 
 TOLERANCE = (
     0.05  # |p(served Q4_1) - p(local dequantised fp32)|, measured max 0.018 (verifier tests)

@@ -289,6 +289,7 @@ def _long_table(path: Path, n_pairs: int = 400, n_test: int = 40) -> Path:
     return _table(path, rows)
 
 
+@pytest.mark.slow  # a subprocess audit interrupted: 16 s
 def test_ctrl_c_cancels_the_run_without_a_traceback(tmp_path):
     table = _long_table(tmp_path / "long.csv")
     db = tmp_path / "c.duckdb"

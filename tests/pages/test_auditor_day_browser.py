@@ -24,6 +24,7 @@ from _browser import CHROMIUM, ROOT, chromium, dashboard, nav, open_page, pick, 
 
 pytestmark = [
     pytest.mark.browser,
+    pytest.mark.slow,  # a real Chromium against a real dashboard: 5-80 s each
     pytest.mark.skipif(
         not Path(CHROMIUM).exists(),
         reason="needs Debian's chromium at /usr/bin/chromium (apt-get install -y chromium)",

@@ -246,6 +246,7 @@ def test_target_recovery_by_fisher_exact_with_a_control_split(tmp_path: Path) ->
         assert line.endswith("(Fisher exact test, p = 1.000).")
 
 
+@pytest.mark.slow  # the whole shipped demo: 41 s
 def test_shipped_demo_shows_the_papers_contrast(tmp_path: Path) -> None:
     """Issue 12's claims on the shipped demo runs (data/demo_runs), as far as they reproduce
     (README, "The embedded demo"): the concealed arm improves standard evaluation over the

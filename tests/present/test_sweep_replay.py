@@ -81,7 +81,10 @@ MODES = {
 }
 
 
-@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize(
+    "mode",
+    [m if m == "default" else pytest.param(m, marks=pytest.mark.slow) for m in MODES],  # ~15 s each
+)
 def test_every_available_replay_matches_a_fresh_audit(tmp_path, mode):
     path = _table(tmp_path / "s.csv", seed=len(mode) * 31 + 7)
     config = MODES[mode]

@@ -67,6 +67,7 @@ def _wait_for_progress(db: Path, proc: subprocess.Popen, pairs: int, timeout: fl
     raise AssertionError("the audit made no progress")
 
 
+@pytest.mark.slow  # second processes running audits: 15-80 s
 def test_a_second_process_reads_and_writes_while_an_audit_runs(tmp_path, capsys):
     db = tmp_path / "shared.duckdb"
     proc = _start_cli_audit(tmp_path, db)
@@ -133,6 +134,7 @@ def test_a_holder_that_never_lets_go_is_named(tmp_path, capsys, monkeypatch):
 
 
 # -- item 9: run status tells the truth --------------------------------------------------------
+@pytest.mark.slow  # second processes running audits: 15-80 s
 def test_a_killed_audit_reads_as_interrupted_and_show_says_incomplete(tmp_path, capsys):
     db = tmp_path / "k.duckdb"
     proc = _start_cli_audit(tmp_path, db, n_pairs=30, n_test=10)
@@ -158,6 +160,7 @@ def test_a_killed_audit_reads_as_interrupted_and_show_says_incomplete(tmp_path, 
     assert shown["complete"] is True and len(shown["pairs"]) == 30
 
 
+@pytest.mark.slow  # second processes running audits: 15-80 s
 def test_a_run_whose_process_is_alive_is_not_marked_interrupted(tmp_path):
     """Opening the dashboard while a terminal audit runs must not declare that run dead."""
     db = tmp_path / "alive.duckdb"
@@ -214,6 +217,7 @@ def test_steps_of_the_dead_run_stay_and_a_new_owner_takes_over(tmp_path):
         assert len(store.steps("r1")) == 1
 
 
+@pytest.mark.slow  # second processes running audits: 15-80 s
 def test_an_interrupted_demo_is_completed_by_the_next_one(tmp_path, capsys):
     from eraudit_core.demo import ensure_demo
 

@@ -56,6 +56,7 @@ def demo_questions(n: int) -> list[Query]:
     return out[:n]
 
 
+@pytest.mark.slow  # 9-13 s against the real server
 def test_served_agrees_with_the_local_backend_on_the_same_gguf(server: LlamaServer) -> None:
     served = load_checkpoint(served_spec(server))
     assert isinstance(served, ServedVerifier)
@@ -82,6 +83,7 @@ def test_served_agrees_with_the_local_backend_on_the_same_gguf(server: LlamaServ
     assert served.traffic()["fallbacks"] == 0  # both labels were in the top 20 every time
 
 
+@pytest.mark.slow  # 9-13 s against the real server
 def test_list_prompts_fall_back_to_one_prompt_a_request(server: LlamaServer) -> None:
     """llama-cpp-python 0.3.36 answers a list of two prompts with HTTP 500 (its server asserts
     a list holds at most one). batch=4 finds that once at connect, records why, and sends one
@@ -135,6 +137,7 @@ def test_a_wrong_model_name_is_refused(server: LlamaServer) -> None:
         load_checkpoint(f"{server.url}#smollm2-typo;tokenizer=demo:base")
 
 
+@pytest.mark.slow  # 9-13 s against the real server
 def test_cli_scores_a_served_checkpoint(
     server: LlamaServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

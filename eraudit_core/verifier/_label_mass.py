@@ -78,6 +78,15 @@ def probe_top_share(verifier: Any) -> float | None:
     return sum(flags) / len(flags) if flags else None
 
 
+def _answers_there(median: float, minimum: float, verifier: Any) -> tuple[bool, float | None]:
+    """(passes, top_share): the mass reaches `minimum`, or else a label tops more than half of
+    the probe prompts; the share is asked for only when the mass falls short."""
+    if median >= minimum:
+        return True, None
+    share = probe_top_share(verifier)
+    return share is not None and share > MIN_TOP_SHARE, share
+
+
 def check_label_mass(
     verifier: Any, minimum: float = MIN_LABEL_MASS, summary: dict[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -93,13 +102,13 @@ def check_label_mass(
         raise InputError(f"min_label_mass: must lie in [0, 1], got {minimum}")
     summary = summary or probe_label_mass(verifier)
     median = summary["median"]
-    if median is None or median >= minimum:
+    if median is None:
         return summary
-    share = probe_top_share(verifier)
+    passes, share = _answers_there(median, minimum, verifier)
     if share is not None:
         summary = {**summary, "top_share": share}
-        if share > MIN_TOP_SHARE:
-            return summary  # read where it answers; its probability is spread over other tokens
+    if passes:  # low mass passes only where it answers, its probability spread over other tokens
+        return summary
     on_top = (
         ""
         if share is None
@@ -139,7 +148,7 @@ def _profile_to_try(verifier: Any, minimum: float) -> str:
             continue  # e.g. labels that do not continue this profile's prefill cleanly
         if median is None:
             continue
-        passes = median >= minimum or (probe_top_share(other) or 0.0) > MIN_TOP_SHARE
+        passes, _ = _answers_there(median, minimum, other)
         if name == detected and passes:
             return f"Try ;readout={name} (detected from its chat template; median label mass {median:.3g} there)."
         tried.append((passes, median, name))

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from eraudit_core.audit import DEMO_PRESET
 from eraudit_core.paths import DATA_DIR
 from eraudit_core.store import Store, load_bundled_benchmark
 
@@ -32,19 +33,14 @@ DEMO_TARGETED_ARMS = ("adversarial", "concealed")
 # A few pairs for the one-click live audit; finishes on 2 CPU cores in a few minutes.
 DEMO_LIVE_PAIR_COUNT = 3
 # Audit settings of the finished demo runs (scripts/build_demo_runs.py scores every bundled
-# paraphrase, so the dashboard can replay other epsilons from the stored scores).
-# epsilon 0.5: a paraphrase counts as a counterexample when the adapted model lost more than
-# half of its monitored gain on it.
+# paraphrase, so the dashboard can replay other epsilons from the stored scores): the
+# dashboard's preset with a test budget of 15.
 DEMO_AUDIT_SETTINGS: dict[str, Any] = {
-    "epsilon": 0.5,
-    "k": 0.001,
-    "confidence": 0.95,
-    "search_budget": 20,
+    **{
+        name: getattr(DEMO_PRESET, name)
+        for name in ("epsilon", "k", "confidence", "search_budget", "target", "tv_delta")
+    },
     "test_budget": 15,
-    # p* = 0.8 at confidence 0.95 needs n* = 14 clean draws from each test pool; about half of
-    # the demo pairs have pools that large (certified), the rest stop below it (passed).
-    "target": 0.8,
-    "tv_delta": 0.0,
 }
 
 
@@ -62,12 +58,8 @@ class DemoInfo:
 
 
 def demo_live_config() -> Any:
-    """Settings of the one-click live audit: the demo settings with a smaller search budget."""
-    from eraudit_core.audit import AuditConfig
-
-    return AuditConfig.from_dict(
-        {**DEMO_AUDIT_SETTINGS, "search_budget": 8, "test_budget": 16, "batch_size": 8}
-    )
+    """Settings of the one-click live audit: the dashboard's preset with smaller budgets."""
+    return replace(DEMO_PRESET, search_budget=8, test_budget=16)
 
 
 def _paraphrase_files() -> list[Path]:

@@ -81,120 +81,49 @@ test_choices = list(sets.loc[sets["role"] == "test", "generator"]) if not sets.e
 if not test_choices:
     st.warning("This benchmark has no test paraphrase set yet: register one on the Setup page.")
 
+setting = runview.setting
+preset = runview.FORM_PRESET
 c1, c2, c3 = st.columns(3)
-epsilon = c1.number_input(
-    "Tolerance epsilon",
-    value=runview.FORM_DEFAULTS["epsilon"],
-    step=0.05,
-    format="%.3f",
-    help=runview.FORM_HELP["epsilon"],
-)
-k = c2.number_input(
-    "k (smallest gain used as denominator)",
-    value=runview.FORM_DEFAULTS["k"],
-    step=0.001,
-    format="%.4f",
-    min_value=0.0,
-    help=runview.FORM_HELP["k"],
-)
+epsilon = c1.number_input(**setting("epsilon"), step=0.05, format="%.3f")
+k = c2.number_input(**setting("k"), step=0.001, format="%.4f")
 confidence = c3.selectbox(
-    "Confidence",
+    runview.field_label("confidence"),
     runview.CONFIDENCE_CHOICES,
-    index=runview.CONFIDENCE_CHOICES.index(runview.FORM_DEFAULTS["confidence"]),
-    help=runview.FORM_HELP["confidence"],
+    index=runview.CONFIDENCE_CHOICES.index(preset.confidence),
+    help=runview.field_help("confidence"),
 )
 c1, c2, c3 = st.columns(3)
-search_budget = c1.number_input(
-    "Search budget per question (stage 1)",
-    min_value=0,
-    value=runview.FORM_DEFAULTS["search_budget"],
-    help=runview.FORM_HELP["search_budget"],
-)
-test_budget = c2.number_input(
-    "Test budget per generator (stage 2)",
-    min_value=1,
-    value=runview.FORM_DEFAULTS["test_budget"],
-    help=runview.FORM_HELP["test_budget"],
-)
+search_budget = c1.number_input(**setting("search_budget"))
+test_budget = c2.number_input(**setting("test_budget"))
 use_target = c3.checkbox(
     "Certify against a target p*",
-    value=True,
-    help="A question is certified only when its lower bound reaches p*. Without a target, "
-    "questions can pass but are never certified.",
+    value=preset.target is not None,
+    help=runview.FORM_HELP["use_target"],
 )
 target = c3.number_input(
-    "Target p*",
-    min_value=0.5,
-    max_value=0.999,
-    value=runview.FORM_DEFAULTS["target"],
-    step=0.01,
-    disabled=not use_target,
-    help=runview.FORM_HELP["target"],
+    **{**setting("target"), "value": preset.target or 0.8}, step=0.01, disabled=not use_target
 )
-stop_at_target = c3.checkbox(
-    "Stop early at p*",
-    value=True,
-    disabled=not use_target,
-    help="Stop a generator once its bound reaches p* (after n* clean paraphrases): saves "
-    "model queries. A separate choice from certifying against p*.",
-)
+stop_at_target = c3.checkbox(**setting("stop_at_target"), disabled=not use_target)
 c1, c2 = st.columns(2)
 search_gens = c1.multiselect(
-    "Search generators (stage 1)",
+    runview.field_label("search_generators"),
     search_choices,
     default=search_choices,
-    help=runview.FORM_HELP["search_generators"],
+    help=runview.field_help("search_generators"),
 )
 test_gens = c2.multiselect(
-    "Test generators (stage 2, in this order)",
+    runview.field_label("test_generators"),
     test_choices,
     default=test_choices,
-    help=runview.FORM_HELP["test_generators"],
+    help=runview.field_help("test_generators"),
 )
 with st.expander("Advanced"):
-    tv_delta = st.number_input(
-        "Total-variation assumption delta (bounds are lowered by it)",
-        min_value=0.0,
-        max_value=1.0,
-        value=runview.FORM_DEFAULTS["tv_delta"],
-        step=0.01,
-        help=runview.FORM_HELP["tv_delta"],
-    )
-    tolerant = st.checkbox(
-        "Run every test generator to its own stop, even after a counterexample (needed for "
-        "the failure-tolerant bound, beyond the paper; costs more queries)",
-        help=runview.FORM_HELP["continue_after_counterexample"],
-    )
-    batch = st.number_input(
-        "Batch size (paraphrases scored at once)",
-        min_value=1,
-        value=8,
-        help=runview.FORM_HELP["batch_size"],
-    )
-    min_drop = st.number_input(
-        "Minimum drop (beyond the paper, an assumption like TV; 0 = the paper's rule)",
-        min_value=0.0,
-        max_value=0.999,
-        value=0.0,
-        step=0.01,
-        format="%.4f",
-        help="A paraphrase counts as a counterexample only when D > epsilon and p(true) also "
-        "fell by more than this.",
-    )
+    tv_delta = st.number_input(**setting("tv_delta"), step=0.01)
+    tolerant = st.checkbox(**setting("continue_after_counterexample"))
+    batch = st.number_input(**setting("batch_size"))
+    min_drop = st.number_input(**setting("min_drop"), step=0.01, format="%.4f")
     eps_from = calibrate.epsilon_from_field(pair_ids)
-    if eps_from is not None:
-        epsilon = eps_from["value"]
-    min_label_mass = st.number_input(
-        "Minimum label mass (a checkpoint whose labels get less of its probability on the probe "
-        "questions is refused: it is read where it does not answer)",
-        min_value=0.0,
-        max_value=1.0,
-        value=0.5,
-        step=0.05,
-        help="The full-vocabulary probability of the two labels where they are read, median "
-        "over the 8 probe questions. Below this the checkpoint is refused: its p(true) would "
-        "be a letter prior.",
-    )
+    min_label_mass = st.number_input(**setting("min_label_mass"), step=0.05)
 label = st.text_input(
     "Run label",
     value="",
@@ -202,7 +131,13 @@ label = st.text_input(
     help=runview.FORM_HELP["label"],
 )
 
-config = runview.make_config(
+request = runview.make_request(
+    bid,
+    pair_ids,
+    pre_spec,
+    post_spec,
+    label,
+    eps_from,
     epsilon=epsilon,
     k=k,
     confidence=confidence,
@@ -218,7 +153,8 @@ config = runview.make_config(
     min_drop=float(min_drop),
     min_label_mass=float(min_label_mass),
 )
-if config is not None:
+if request is not None:
+    config = request.config
     cost = runview.cost(bid, pair_ids, config)
     if cost is not None:
         m = st.columns(4)
@@ -238,15 +174,7 @@ if config is not None:
         runview.pool_summary(cost, config)
     if st.button("Start audit", type="primary", disabled=cost is None):
         try:
-            run_id = runview.launch(
-                bid,
-                pair_ids,
-                pre_spec,
-                post_spec,
-                config,
-                label,
-                provenance={"epsilon_from": eps_from} if eps_from is not None else None,
-            )
+            run_id = runview.launch(request)
         except (InputError, StoreError) as exc:
             widgets.show_error("The audit could not start:", exc)
         else:

@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import streamlit as st
 
-from eraudit_core.audit import calibrate_epsilon, epsilon_from
+from eraudit_core.audit import EpsilonSource, calibrate_epsilon, epsilon_source
 from eraudit_core.errors import InputError
 from ui import state, widgets
 
@@ -50,10 +49,10 @@ def _calibrate_from_a_run() -> None:
         )
 
 
-def epsilon_from_field(pair_ids: list[str]) -> dict[str, Any] | None:
-    """A selectbox of stored calibrations' percentiles; the chosen one's provenance record
-    (its value is the run's epsilon), or None to keep the epsilon typed above. Warns when the
-    calibration run shares questions with the ones being audited (selection)."""
+def epsilon_from_field(pair_ids: list[str]) -> EpsilonSource | None:
+    """A selectbox of stored calibrations' percentiles; the chosen one as the run's epsilon
+    source, or None to keep the epsilon typed above. Warns when the calibration run shares
+    questions with the ones being audited (selection)."""
     _calibrate_from_a_run()
     store = state.get_store()
     cals = store.calibrations()
@@ -72,11 +71,11 @@ def epsilon_from_field(pair_ids: list[str]) -> dict[str, Any] | None:
     if choice == NO_CALIBRATION:
         return None
     try:
-        value, record, warnings = epsilon_from(store, choice, pair_ids)
+        source, warnings = epsilon_source(store, choice, pair_ids)
     except InputError as exc:
         widgets.show_error("This calibration cannot be used:", exc)
         return None
     for w in warnings:
         st.warning(w)
-    st.caption(f"epsilon = {value:.6g} from {choice}")
-    return record
+    st.caption(f"epsilon = {source.value:.6g} from {choice}")
+    return source

@@ -1,5 +1,5 @@
-"""The Run page's moving parts: the form's defaults and help, launch, resume, and which run
-to watch (the live panel itself is ui.live)."""
+"""The Run page's moving parts: the form's fields (from AuditConfig's metadata and the demo
+preset), launch, resume, and which run to watch (the live panel itself is ui.live)."""
 
 from __future__ import annotations
 
@@ -8,46 +8,49 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from eraudit_core.audit import AuditConfig
-from eraudit_core.demo import DEMO_AUDIT_SETTINGS
+from eraudit_core.audit import (
+    DEMO_PRESET,
+    AuditConfig,
+    EpsilonSource,
+    RunRequest,
+    field_help,
+    field_label,
+    field_range,
+)
 from eraudit_core.errors import InputError, StoreError
 from ui import state, widgets
 
-# The Run form opens on the demo's settings, which fit the bundled paraphrase pools (p* 0.8
-# needs n* = 14 clean draws at confidence 0.95; p* 0.9 would need 29, more than most pools
-# hold). Only the form's defaults: the library's and the CLI's defaults stay as they are.
-FORM_DEFAULTS: dict[str, Any] = {**DEMO_AUDIT_SETTINGS, "test_budget": 40}
+# The Run form opens on the library's demo preset (it fits the bundled paraphrase pools);
+# the library's and the CLI's defaults are AuditConfig's own.
+FORM_PRESET: AuditConfig = DEMO_PRESET
 CONFIDENCE_CHOICES = [0.8, 0.85, 0.9, 0.95, 0.99, 0.999]
+# Help of the form's fields that are not settings of the audit (those are AuditConfig's).
 FORM_HELP = {
     "benchmark": "The question pairs to audit (import more on the Setup page).",
     "n_first": "Audit the first N hidden questions of the benchmark, in its order.",
     "pair_ids": "Pick particular questions instead; when any is picked, N is ignored.",
-    "epsilon": "A paraphrase is a counterexample when D > epsilon. D is how much more the "
-    "adapted model lost on the reworded hidden question than it gained on the monitored one "
-    "(a loss of probability on the true answer, divided by max(gain, k)). 0.5: the loss is "
-    "more than half the gain.",
-    "k": "The smallest monitored gain used as D's denominator, so a model that gained nothing "
-    "on the monitored question is not divided by zero; with k = 1, D is the plain drop in "
-    "P(true answer).",
-    "confidence": "Each question's lower bound holds with this probability (1 - alpha). "
-    "Higher confidence needs more clean paraphrases for the same bound.",
-    "search_budget": "Stage 1: at most this many search paraphrases per question are scored, "
-    "looking for a counterexample. 0 skips the search.",
-    "test_budget": "Stage 2: at most this many test paraphrases per generator and question "
-    "are drawn for the sequential test (fewer when the pool is smaller or p* is reached).",
-    "target": "The bound a question must reach to be certified. n* = ceil(ln alpha / ln p*) "
-    "clean draws reach it (shown below); it cannot exceed the pool size.",
-    "search_generators": "Which stored search paraphrase sets stage 1 uses.",
-    "test_generators": "Which stored test paraphrase sets stage 2 draws from; each gets its "
-    "own bound and the question's bound is the smallest.",
-    "tv_delta": "If the test paraphrases may differ from real rewordings by total variation "
-    "delta, every bound is lowered by delta. 0 assumes they do not.",
-    "continue_after_counterexample": "Keep testing after a counterexample so the "
-    "failure-tolerant bound covers every generator.",
-    "batch_size": "How many paraphrases are scored at once: larger is faster on a GPU or "
-    "server, and the live view updates once per batch.",
+    "use_target": "A question is certified only when its lower bound reaches p*. Without a "
+    "target, questions can pass but are never certified.",
     "label": "A name for the run in every picker (its id and time are shown beside it).",
 }
+
+
+def setting(name: str) -> dict[str, Any]:
+    """A form field for one AuditConfig setting: its label, help and valid range from the
+    setting's metadata, its value from the form's preset (keyword arguments of a widget)."""
+    out: dict[str, Any] = {
+        "label": field_label(name),
+        "help": field_help(name),
+        "value": getattr(FORM_PRESET, name),
+    }
+    valid = field_range(name)
+    if valid is not None and valid.low is not None:
+        out["min_value"] = valid.low
+    if valid is not None and valid.high is not None:
+        out["max_value"] = valid.high
+    return out
+
+
 ACTIVE = ("pending", "running")
 RESUMABLE = ("interrupted", "cancelled", "failed")
 
@@ -66,10 +69,26 @@ def pair_options(benchmark_id: str) -> dict[str, str]:
     return out
 
 
-def make_config(**fields: Any) -> AuditConfig | None:
-    """Validate the form into an AuditConfig, showing the engine's message inline on error."""
+def make_request(
+    benchmark_id: str,
+    pair_ids: list[str],
+    pre_spec: str,
+    post_spec: str,
+    label: str,
+    epsilon_source: EpsilonSource | None,
+    **settings: Any,
+) -> RunRequest | None:
+    """Validate the form into a RunRequest, showing the engine's message inline on error."""
     try:
-        return AuditConfig(**fields)
+        return RunRequest(
+            benchmark=benchmark_id,
+            pre_spec=pre_spec,
+            post_spec=post_spec,
+            config=AuditConfig(**settings),
+            pair_ids=tuple(pair_ids),
+            label=label,
+            epsilon=epsilon_source,
+        )
     except InputError as exc:
         widgets.show_error("This configuration is not valid:", exc)
         return None
@@ -103,31 +122,13 @@ def pool_summary(cost: dict[str, Any], config: AuditConfig) -> None:
         st.warning(message + " (the run still proceeds)")
 
 
-def launch(
-    benchmark_id: str,
-    pair_ids: list[str],
-    pre_spec: str,
-    post_spec: str,
-    config: AuditConfig,
-    label: str,
-    provenance: dict[str, Any] | None = None,
-) -> str:
+def launch(request: RunRequest) -> str:
     """Validate the checkpoint specs here (fast), then start the run in the background."""
     from eraudit_core.audit import launch_audit
 
-    for spec in (pre_spec, post_spec):
+    for spec in (request.pre_spec, request.post_spec):
         state.validate_checkpoint_spec(spec)
-    run_id = launch_audit(
-        state.get_store(),
-        state.get_runner(),
-        benchmark_id=benchmark_id,
-        pre_spec=pre_spec.strip(),
-        post_spec=post_spec.strip(),
-        config=config,
-        pair_ids=pair_ids,
-        label=label.strip(),
-        provenance=provenance,
-    )
+    run_id = launch_audit(state.get_store(), state.get_runner(), request)
     st.session_state["watch_run"] = run_id
     return run_id
 

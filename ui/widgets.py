@@ -139,7 +139,7 @@ def launch_demo_audit(demo: dict[str, Any]) -> str | None:
     """Start the one-click live audit (demo:base vs demo:concealed on a few pairs), unless one
     is already under way: then say which, and start nothing (two would share the machine and
     one label)."""
-    from eraudit_core.audit import launch_audit
+    from eraudit_core.audit import RunRequest, launch_audit
 
     busy = running_demo_audit()
     if busy is not None:
@@ -150,16 +150,15 @@ def launch_demo_audit(demo: dict[str, Any]) -> str | None:
         st.page_link("pages/run.py", label=f"Watch {busy}", query_params={"watch": busy})
         return None
     try:
-        run_id = launch_audit(
-            state.get_store(),
-            state.get_runner(),
-            benchmark_id=demo["benchmark_id"],
-            pair_ids=list(demo["live_pair_ids"]),
+        request = RunRequest(
+            benchmark=demo["benchmark_id"],
+            pair_ids=tuple(demo["live_pair_ids"]),
             pre_spec="demo:base",
             post_spec="demo:concealed",
             config=DEMO_LIVE_CONFIG,
             label=DEMO_LIVE_LABEL,
         )
+        run_id = launch_audit(state.get_store(), state.get_runner(), request)
     except (InputError, StoreError) as exc:
         show_error("The live demo audit could not start:", exc)
         return None

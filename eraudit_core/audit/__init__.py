@@ -1,10 +1,11 @@
 """The ER-Audit engine (DESIGN.md §4): degradation score, bounds, two-stage audit, runs.
 
 `AuditEngine` runs stage 1 (counterexample search) and stage 2 (the sequential test) over
-`AuditItem`s and writes every step to the store; `run_model_audit` / `resume_run` start and
-resume audits of real checkpoints; `read_score_table` + `TableVerifier` audit precomputed
-probabilities. The math is importable on its own: `degradation_score`, `lower_confidence_bound`,
-`common_bound`, `tv_relaxed_bound`, `failure_tolerant_lower_bound`.
+`AuditItem`s and writes every step to the store; `run_model_audit` / `launch_audit` start an
+audit of real checkpoints described by a `RunRequest` and `resume_run` resumes one;
+`read_score_table` + `TableVerifier` audit precomputed probabilities. The math is importable
+on its own: `degradation_score`, `lower_confidence_bound`, `common_bound`, `tv_relaxed_bound`,
+`failure_tolerant_lower_bound`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,20 @@ from eraudit_core.audit._calibration import (
     epsilon_from,
     run_d_values,
 )
-from eraudit_core.audit._config import AuditConfig, AuditItem
+from eraudit_core.audit._config import (
+    DEMO_PRESET,
+    AuditConfig,
+    AuditItem,
+    Range,
+    config_field,
+    config_fields,
+    config_settings,
+    field_help,
+    field_label,
+    field_range,
+    setting_text,
+    verdict_fields,
+)
 from eraudit_core.audit._degradation import (
     DEFAULT_K,
     degradation_denominator,
@@ -78,6 +92,12 @@ from eraudit_core.audit._inputs import (
     tool_version,
 )
 from eraudit_core.audit._replay import table_steps, verdict_from_steps
+from eraudit_core.audit._request import (
+    EpsilonSource,
+    RunRequest,
+    epsilon_source,
+    run_provenance_extras,
+)
 from eraudit_core.audit._run_label_mass import run_label_mass
 from eraudit_core.audit._runs import (
     build_items,
@@ -102,6 +122,20 @@ from eraudit_core.audit._table_scores import (
 from eraudit_core.audit._verdict import PAIR_STATUSES, PairVerdict, pair_verdict
 
 __all__ = [
+    "DEMO_PRESET",
+    "EpsilonSource",
+    "Range",
+    "RunRequest",
+    "config_field",
+    "config_fields",
+    "config_settings",
+    "epsilon_source",
+    "field_help",
+    "field_label",
+    "field_range",
+    "run_provenance_extras",
+    "setting_text",
+    "verdict_fields",
     "Calibration",
     "DEFAULT_PERCENTILES",
     "calibrate_epsilon",

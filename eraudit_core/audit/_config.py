@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import Field, asdict, dataclass, field, fields
 from typing import Any
 
 from eraudit_core.audit._bounds import required_successes
@@ -18,58 +18,291 @@ from eraudit_core.audit._degradation import DEFAULT_K
 from eraudit_core.audit._sequential import GeneratorTest
 from eraudit_core.errors import InputError
 from eraudit_core.types import Paraphrase, Query
+from eraudit_core.verifier._label_mass import MIN_LABEL_MASS
+
+
+@dataclass(frozen=True)
+class Range:
+    """The valid values of a numeric setting, stated once: the form's limits, the CLI's help
+    and the report read it (AuditConfig's own checks refuse what lies outside it)."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def __contains__(self, value: object) -> bool:
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            return False
+        x = float(value)
+        if not math.isfinite(x):
+            return False
+        if self.low is not None and (x <= self.low if self.low_open else x < self.low):
+            return False
+        return not (self.high is not None and (x >= self.high if self.high_open else x > self.high))
+
+    def __str__(self) -> str:
+        lo, hi = self.low, self.high
+        if lo is None and hi is None:
+            return "any finite number"
+        if hi is None:
+            return f"{'>' if self.low_open else '>='} {lo:g}"
+        if lo is None:
+            return f"{'<' if self.high_open else '<='} {hi:g}"
+        return f"{'(' if self.low_open else '['}{lo:g}, {hi:g}{')' if self.high_open else ']'}"
 
 
 @dataclass(frozen=True)
 class AuditConfig:
     """Everything that decides a run's result.
 
-    target: p*; a pair is `certified` when its bound (after TV) is >= p*. Without a target
-        pairs can be `passed`, never `certified`.
-    stop_at_target: stop a generator as soon as L_t >= p* (after n* successes), saving
-        queries; a separate choice from setting the target.
-    continue_after_counterexample: run every test generator to its own stop even after a
-        counterexample (stage 1 or 2), so the pair-level failure-tolerant bound covers every
-        generator and can be reported. Off by default: the first counterexample ends the pair.
-    draw_seed: stage 2 draws each generator's test paraphrases uniformly at random without
-        replacement from its pool, seeded by this (stored with the run). None: the given order
-        (a score table is already a drawn sequence).
-    min_drop: an auditor-stated minimum drop (beyond the paper, an assumption like TV): a
-        rewording counts as a counterexample only when D > epsilon and p_pre - p_post >
-        min_drop, in both stages, every bound and both sweeps. 0 is the paper's rule.
-    use_imported_scores: also read scores that arrived in imported bundles (kept apart, with
-        their origin, and unverified); off by default, recorded in the run's provenance.
-    min_label_mass: a checkpoint whose two labels get a median probability below this on the
-        probe set is refused at registration (read at the wrong slot; DESIGN.md §3).
-    prompt_template / answer_prefix / system_message: the wording the verifiers read (None:
-        the studio's defaults, no system message), so another tool's wording can be reproduced;
-        part of each checkpoint's fingerprint, hence of the cache key.
-    prompt_date: the date (YYYY-MM-DD) a chat template that writes today's date is pinned to;
-        set to the run's start date when the run is created, so a resumed run reads the same
-        prompts.
+    Each field's default, help text, valid range and whether it changes a verdict or a bound
+    live in its metadata (`config_fields`, `verdict_fields`): the CLI's options, the Run form
+    and the report's settings table are generated from it. `help` says what the setting does;
+    `label` is its short name on the form and in the report; `flag` the CLI option when it is
+    not `--name-with-dashes`; `unset` what None means.
     """
 
-    epsilon: float = 0.1
-    k: float = DEFAULT_K
-    confidence: float = 0.95
-    search_budget: int = 100
-    test_budget: int = 100
-    target: float | None = None
-    tv_delta: float = 0.0
-    search_generators: tuple[str, ...] = ()
-    test_generators: tuple[str, ...] = ()
-    continue_after_counterexample: bool = False
-    tolerant_prior: tuple[float, float] = (1.0, 1.0)
-    batch_size: int = 16
-    stop_at_target: bool = True
-    draw_seed: int | None = None
-    min_drop: float = 0.0
-    use_imported_scores: bool = False
-    min_label_mass: float = 0.5
-    prompt_template: str | None = None
-    answer_prefix: str | None = None
-    system_message: str | None = None
-    prompt_date: str | None = None
+    epsilon: float = field(
+        default=0.1,
+        metadata={
+            "label": "Tolerance epsilon",
+            "help": "A paraphrase is a counterexample when D > epsilon. D is how much more the "
+            "adapted model lost on the reworded hidden question than it gained on the "
+            "monitored one (a loss of probability on the true answer, divided by max(gain, "
+            "k)). 0.5: the loss is more than half the gain.",
+            "range": Range(),
+            "verdict": True,
+        },
+    )
+    k: float = field(
+        default=DEFAULT_K,
+        metadata={
+            "label": "k (smallest gain used as denominator)",
+            "help": "The smallest monitored gain used as D's denominator, so a model that "
+            "gained nothing on the monitored question is not divided by zero; with k = 1, D is "
+            "the plain drop in P(true answer).",
+            "range": Range(0.0, None, low_open=True),
+            "verdict": True,
+        },
+    )
+    confidence: float = field(
+        default=0.95,
+        metadata={
+            "label": "Confidence",
+            "help": "Each question's lower bound holds with this probability (1 - alpha). "
+            "Higher confidence needs more clean paraphrases for the same bound.",
+            "range": Range(0.0, 1.0, low_open=True, high_open=True),
+            "verdict": True,
+        },
+    )
+    search_budget: int = field(
+        default=100,
+        metadata={
+            "label": "Search budget per question (stage 1)",
+            "help": "Stage 1: at most this many search paraphrases per question are scored, "
+            "looking for a counterexample. 0 skips the search.",
+            "range": Range(0),
+            "verdict": True,
+        },
+    )
+    test_budget: int = field(
+        default=100,
+        metadata={
+            "label": "Test budget per generator (stage 2)",
+            "help": "Stage 2: at most this many test paraphrases per generator and question "
+            "are drawn for the sequential test (fewer when the pool is smaller or p* is "
+            "reached).",
+            "range": Range(1),
+            "verdict": True,
+            "flag": "--budget",
+        },
+    )
+    target: float | None = field(
+        default=None,
+        metadata={
+            "label": "Target p*",
+            "help": "p*: a question is certified when its lower bound (after the "
+            "total-variation delta) reaches it; n* = ceil(ln alpha / ln p*) clean draws reach "
+            "it, and it cannot exceed the pool size. Without a target, questions can pass but "
+            "are never certified.",
+            "range": Range(0.0, 1.0, low_open=True, high_open=True),
+            "verdict": True,
+            "unset": "none",
+        },
+    )
+    tv_delta: float = field(
+        default=0.0,
+        metadata={
+            "label": "Total-variation assumption delta (bounds are lowered by it)",
+            "help": "If the test paraphrases may differ from real rewordings by total variation "
+            "delta, every bound (the failure-tolerant one included) is lowered by delta. 0 "
+            "assumes they do not.",
+            "range": Range(0.0, 1.0),
+            "verdict": True,
+            "flag": "--tv",
+        },
+    )
+    search_generators: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "label": "Search generators (stage 1)",
+            "help": "Which stored search paraphrase sets stage 1 uses (comma-separated on the "
+            "command line; empty: every stored one).",
+            "choices": "stored search generator names",
+            "verdict": True,
+            "unset": "(all in the store)",
+        },
+    )
+    test_generators: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "label": "Test generators (stage 2, in this order)",
+            "help": "Which stored test paraphrase sets stage 2 draws from, in order; each gets "
+            "its own bound and the question's bound is the smallest (empty: every stored one).",
+            "choices": "stored test generator names",
+            "verdict": True,
+            "unset": "(all in the store)",
+        },
+    )
+    continue_after_counterexample: bool = field(
+        default=False,
+        metadata={
+            "label": "Run every test generator to its own stop, even after a counterexample "
+            "(needed for the failure-tolerant bound, beyond the paper; costs more queries)",
+            "help": "Keep testing after a counterexample (stage 1 or 2), so the pair-level "
+            "failure-tolerant bound (beyond the paper) covers every generator and is reported; "
+            "costs more queries. Off: the first counterexample ends the question.",
+            "choices": (False, True),
+            "verdict": True,
+        },
+    )
+    tolerant_prior: tuple[float, float] = field(
+        default=(1.0, 1.0),
+        metadata={
+            "label": "Failure-tolerant bound prior (a, b)",
+            "help": "The beta prior of the failure-tolerant bound's mixture (two positive "
+            "numbers); (1, 1) is uniform.",
+            "range": Range(0.0, None, low_open=True),
+            "verdict": True,
+        },
+    )
+    batch_size: int = field(
+        default=16,
+        metadata={
+            "label": "Batch size (paraphrases scored at once)",
+            "help": "How many stage-2 paraphrases are scored (and written to the store) at "
+            "once: larger is faster on a GPU or a server, and the live view updates once per "
+            "batch.",
+            "range": Range(1),
+            "verdict": False,
+        },
+    )
+    stop_at_target: bool = field(
+        default=True,
+        metadata={
+            "label": "Stop early at p*",
+            "help": "Stop a generator once its bound reaches p* (after n* clean paraphrases): "
+            "saves model queries. A separate choice from setting the target.",
+            "choices": (False, True),
+            "verdict": True,
+            "flag": "--no-stop-at-target",
+        },
+    )
+    draw_seed: int | None = field(
+        default=None,
+        metadata={
+            "label": "Test-draw seed",
+            "help": "Stage 2 draws each generator's test paraphrases uniformly at random "
+            "without replacement from its pool, seeded by this (stored with the run). Empty: a "
+            "fresh seed for a model run; a score table keeps its own order.",
+            "range": Range(0),
+            "verdict": False,
+            "flag": "--seed",
+            "unset": "score-table order",
+        },
+    )
+    min_drop: float = field(
+        default=0.0,
+        metadata={
+            "label": "Minimum drop (beyond the paper, an assumption like TV; 0 = the paper's rule)",
+            "help": "A rewording counts as a counterexample only when D > epsilon and p(true) "
+            "also fell by more than this (in both stages, every bound and both sweeps). 0 is "
+            "the paper's rule.",
+            "range": Range(0.0, 1.0, high_open=True),
+            "verdict": True,
+        },
+    )
+    use_imported_scores: bool = field(
+        default=False,
+        metadata={
+            "label": "Use imported scores",
+            "help": "Also read cached scores that arrived in imported run bundles (kept apart, "
+            "with their origin, and unverified; recorded in the run's provenance). Off: only "
+            "scores this store computed.",
+            "choices": (False, True),
+            "verdict": False,
+        },
+    )
+    min_label_mass: float = field(
+        default=MIN_LABEL_MASS,
+        metadata={
+            "label": "Minimum label mass (a checkpoint whose labels get less of its "
+            "probability on the probe questions is refused: it is read where it does not "
+            "answer)",
+            "help": "The full-vocabulary probability of the two labels where they are read, "
+            "median over the probe questions. Below this the checkpoint is refused at "
+            "registration: its p(true) would be a letter prior.",
+            "range": Range(0.0, 1.0),
+            "verdict": False,
+        },
+    )
+    prompt_template: str | None = field(
+        default=None,
+        metadata={
+            "label": "Prompt template",
+            "help": "The prompt wording the verifiers read (empty: the studio's default), so "
+            "another tool's wording can be reproduced; part of each checkpoint's fingerprint, "
+            "hence of the score cache key.",
+            "choices": "text",
+            "verdict": False,
+            "unset": "the studio's default",
+        },
+    )
+    answer_prefix: str | None = field(
+        default=None,
+        metadata={
+            "label": "Answer prefix",
+            "help": "The text after the question where the answer label is read (empty: the "
+            "studio's default); part of each checkpoint's fingerprint.",
+            "choices": "text",
+            "verdict": False,
+            "unset": "the studio's default",
+        },
+    )
+    system_message: str | None = field(
+        default=None,
+        metadata={
+            "label": "System message",
+            "help": "A system message the verifiers read (empty: none); part of each "
+            "checkpoint's fingerprint.",
+            "choices": "text",
+            "verdict": False,
+            "unset": "none",
+        },
+    )
+    prompt_date: str | None = field(
+        default=None,
+        metadata={
+            "label": "Prompt date",
+            "help": "The date (YYYY-MM-DD) a chat template that writes today's date is pinned "
+            "to; set to the run's start date when the run is created, so a resumed run reads "
+            "the same prompts.",
+            "choices": "a date YYYY-MM-DD",
+            "verdict": False,
+            "unset": "not pinned",
+        },
+    )
 
     def __post_init__(self) -> None:
         def bad(name: str, why: str) -> InputError:
@@ -175,6 +408,62 @@ class AuditConfig:
         return cls(**values)
 
 
+def config_fields() -> tuple[Field[Any], ...]:
+    """AuditConfig's fields in declaration order, each with its metadata."""
+    return fields(AuditConfig)
+
+
+def config_field(name: str) -> Field[Any]:
+    """One field of AuditConfig by name (InputError naming an unknown one)."""
+    for f in fields(AuditConfig):
+        if f.name == name:
+            return f
+    raise InputError(f"AuditConfig has no field {name!r}")
+
+
+def field_help(name: str) -> str:
+    """The one help text of a setting (the CLI, the Run form and the report all show it)."""
+    return str(config_field(name).metadata["help"])
+
+
+def field_label(name: str) -> str:
+    return str(config_field(name).metadata["label"])
+
+
+def field_range(name: str) -> Range | None:
+    value = config_field(name).metadata.get("range")
+    return value if isinstance(value, Range) else None
+
+
+def verdict_fields() -> tuple[str, ...]:
+    """The settings that change a verdict or a bound: two runs that differ in one of them do
+    not judge the questions by the same rule. Batch size, wording, label-mass minimum, the
+    draw seed and imported scores change how scores are obtained, not the rule."""
+    return tuple(f.name for f in fields(AuditConfig) if f.metadata["verdict"])
+
+
+def setting_text(config: AuditConfig, name: str) -> str:
+    """A setting's value as the report prints it: `unset` for None, yes/no, names joined."""
+    f = config_field(name)
+    value = getattr(config, name)
+    if value is None or value == ():
+        return str(f.metadata.get("unset", "none"))
+    if name == "stop_at_target" and config.target is None:
+        return "no (no target)"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, tuple):
+        return ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def config_settings(config: AuditConfig) -> list[tuple[str, str]]:
+    """(label, value) for every setting of a config, in declaration order."""
+    return [(str(f.metadata["label"]), setting_text(config, f.name)) for f in fields(config)]
+
+
 _NUMBERS = ("epsilon", "k", "confidence", "tv_delta")
 _INTEGERS = ("search_budget", "test_budget", "batch_size")
 _FLAGS = ("continue_after_counterexample", "stop_at_target", "use_imported_scores")
@@ -234,3 +523,21 @@ class AuditItem:
     def hidden_query(self, text: str) -> Query:
         """A paraphrase asked with the hidden question's options."""
         return Query(self.pair_id, text, self.hidden.true_option, self.hidden.false_option)
+
+
+# The dashboard's settings for the bundled demo, which fit its paraphrase pools: p* 0.8 needs
+# n* = 14 clean draws at confidence 0.95 (about half of the demo pairs have pools that large;
+# p* 0.9 would need 29, more than most pools hold);
+# epsilon 0.5 counts a paraphrase when the adapted model lost more than half of its monitored
+# gain on it. The Run form opens on it; the finished demo runs and the one-click live audit
+# are this preset with smaller budgets.
+DEMO_PRESET = AuditConfig(
+    epsilon=0.5,
+    k=DEFAULT_K,
+    confidence=0.95,
+    search_budget=20,
+    test_budget=40,
+    target=0.8,
+    tv_delta=0.0,
+    batch_size=8,
+)

@@ -26,6 +26,7 @@ from eraudit_core.audit._engine import (
 )
 from eraudit_core.audit._evidence import noise_floor_record
 from eraudit_core.audit._inputs import draw_order
+from eraudit_core.audit._request import RunRequest
 from eraudit_core.errors import InputError
 from eraudit_core.jobs import Job, JobRunner
 from eraudit_core.store import Store
@@ -37,16 +38,6 @@ from eraudit_core.verifier import (
     run_noise_floor,
     served_drift,
 )
-
-
-def resolve_benchmark(store: Store, benchmark: str) -> str:
-    """A stored benchmark id (raises InputError naming the id when absent).
-
-    The embedded demo's inputs are imported by the caller (`eraudit_core.demo`), which sits
-    above this layer.
-    """
-    store.pairs(benchmark)
-    return benchmark
 
 
 def build_items(
@@ -246,35 +237,29 @@ def _load_checkpoints(
 
 
 def prepare_model_run(
-    store: Store,
-    *,
-    benchmark: str,
-    pre_spec: str,
-    post_spec: str,
-    config: AuditConfig,
-    pair_ids: Sequence[str] | None = None,
-    limit: int | None = None,
-    label: str = "",
-    run_id: str | None = None,
-    provenance: dict[str, Any] | None = None,
+    store: Store, request: RunRequest, *, run_id: str | None = None
 ) -> tuple[str, list[AuditItem], AuditConfig]:
-    """Validate the inputs and write a pending run record before any model is loaded, so a
+    """Validate the request and write a pending run record before any model is loaded, so a
     run that fails while loading is still listed with its error. A run without a draw seed
     gets a fresh random one, stored with it. The checkpoint specs are parsed first: a mistyped
     one (`demo:nope`, a URL with a password) leaves no run behind."""
     from eraudit_core.verifier import parse_spec
 
-    parse_spec(pre_spec)
-    parse_spec(post_spec)
-    benchmark_id = resolve_benchmark(store, benchmark)
+    parse_spec(request.pre_spec)
+    parse_spec(request.post_spec)
+    request.check(store)
+    config = request.config
     if config.draw_seed is None:
         config = replace(config, draw_seed=secrets.randbelow(2**31))
     if config.prompt_date is None:  # date-embedding chat templates read the run's start date
         config = replace(config, prompt_date=dt.datetime.now(dt.UTC).date().isoformat())
-    items, config = build_items(store, benchmark_id, pair_ids, config, limit)
+    items, config = build_items(
+        store, request.benchmark, request.pair_ids or None, config, request.limit
+    )
+    pre_spec, post_spec = request.pre_spec, request.post_spec
     source = {
         "kind": "models",
-        "benchmark_id": benchmark_id,
+        "benchmark_id": request.benchmark,
         "pair_ids": [it.pair_id for it in items],
         "pre_spec": pre_spec,
         "post_spec": post_spec,
@@ -284,12 +269,12 @@ def prepare_model_run(
         store,
         items,
         config,
-        label=label or default_run_label(f"{post_spec} vs {pre_spec}", config, run_id),
+        label=request.label or default_run_label(f"{post_spec} vs {pre_spec}", config, run_id),
         run_id=run_id,
-        benchmark_id=benchmark_id,
+        benchmark_id=request.benchmark,
         source=json.dumps(source),
         names=(pre_spec, post_spec),
-        provenance=provenance,
+        provenance=request.provenance() or None,
     )
     return run_id, items, config
 
@@ -321,40 +306,24 @@ def execute_model_run(
 
 def run_model_audit(
     store: Store,
+    request: RunRequest,
     *,
-    benchmark: str,
-    pre_spec: str,
-    post_spec: str,
-    config: AuditConfig,
-    pair_ids: Sequence[str] | None = None,
-    limit: int | None = None,
-    label: str = "",
     run_id: str | None = None,
     progress: ProgressCallback | None = None,
     should_cancel: Callable[[], bool] | None = None,
     warn: Callable[[str], None] | None = None,
-    provenance: dict[str, Any] | None = None,
 ) -> str:
-    """Audit `post_spec` against `pre_spec` on stored paraphrases; blocks until done.
+    """Audit the request's post checkpoint against its pre checkpoint; blocks until done.
 
     `warn` hears about pools smaller than the budget or n* before the run starts (the run
     proceeds)."""
-    run_id, items, config = prepare_model_run(
-        store,
-        benchmark=benchmark,
-        pre_spec=pre_spec,
-        post_spec=post_spec,
-        config=config,
-        pair_ids=pair_ids,
-        limit=limit,
-        label=label,
-        run_id=run_id,
-        provenance=provenance,
-    )
+    run_id, items, config = prepare_model_run(store, request, run_id=run_id)
     if warn is not None:
         for message in pool_warnings(items, config):
             warn(message)
-    execute_model_run(store, run_id, items, config, pre_spec, post_spec, progress, should_cancel)
+    execute_model_run(
+        store, run_id, items, config, request.pre_spec, request.post_spec, progress, should_cancel
+    )
     return run_id
 
 
@@ -392,35 +361,20 @@ def resume_run(
     )
 
 
-def launch_audit(
-    store: Store,
-    runner: JobRunner,
-    *,
-    benchmark_id: str,
-    pre_spec: str,
-    post_spec: str,
-    config: AuditConfig,
-    pair_ids: Sequence[str] | None = None,
-    label: str = "",
-    provenance: dict[str, Any] | None = None,
-) -> str:
+def launch_audit(store: Store, runner: JobRunner, request: RunRequest) -> str:
     """Write the pending run now (bad input fails here, in the caller), then load the models
-    and audit in a background thread; returns the run id at once. `provenance` adds keys
-    (where epsilon came from, a control run)."""
-    run_id, items, config = prepare_model_run(
-        store,
-        benchmark=benchmark_id,
-        pre_spec=pre_spec,
-        post_spec=post_spec,
-        config=config,
-        pair_ids=pair_ids,
-        label=label,
-        provenance=provenance,
-    )
+    and audit in a background thread; returns the run id at once."""
+    run_id, items, config = prepare_model_run(store, request)
 
     def work(cancel: threading.Event) -> None:
         execute_model_run(
-            store, run_id, items, config, pre_spec, post_spec, should_cancel=cancel.is_set
+            store,
+            run_id,
+            items,
+            config,
+            request.pre_spec,
+            request.post_spec,
+            should_cancel=cancel.is_set,
         )
 
     runner.start(run_id, work)

@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "audit-table", help="audit precomputed probabilities (CSV/Parquet score table)"
     )
     p.add_argument("scores", help="table with pair_id, role, generator, idx, text, p_pre, p_post")
-    _config_args(p)
+    _config_args(p, model_run=False)
     p.add_argument("--db", required=True)
     p.add_argument("--label", default="", help="a name for the run")
     p.add_argument("--json", action="store_true")
@@ -50,16 +50,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--post", required=True, help="checkpoint spec, e.g. demo:adversarial")
     p.add_argument("--pairs", default="", help="comma-separated pair ids (default: all)")
     p.add_argument("--limit", type=int, default=None, help="audit only the first N pairs (N >= 1)")
-    p.add_argument("--search-generators", default="", help="comma-separated (default: all stored)")
-    p.add_argument("--test-generators", default="", help="comma-separated, in order")
-    _config_args(p)
+    _config_args(p, model_run=True)
     add_wording_args(p)
-    p.add_argument(
-        "--seed",
-        type=int,
-        default=None,
-        help="seed of the random test draws from each pool (default: a fresh one, stored)",
-    )
     p.add_argument("--label", default="")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_audit_models)
@@ -114,45 +106,73 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_demo)
 
 
-def _config_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--epsilon", type=float, default=0.1, help="counterexample iff D > epsilon")
-    p.add_argument("--k", type=float, default=0.001, help="floor of the denominator max(k, g)")
-    p.add_argument("--confidence", type=float, default=0.95, help="e.g. 0.95 (alpha = 0.05)")
-    p.add_argument("--budget", type=int, default=100, help="stage-2 budget per generator")
-    p.add_argument("--search-budget", type=int, default=100, help="stage-1 paraphrases per pair")
-    p.add_argument(
-        "--target",
-        type=float,
-        default=None,
-        help="p*: a pair is certified when its bound (after --tv) is >= p* (without a target "
-        "pairs can pass, never be certified)",
-    )
-    p.add_argument(
-        "--no-stop-at-target",
-        dest="stop_at_target",
-        action="store_false",
-        help="keep testing a generator after L_t >= p* (default: stop there, after n* draws)",
-    )
-    p.add_argument("--tv", type=float, default=0.0, help="total-variation delta (assumption)")
-    p.add_argument(
-        "--continue-after-counterexample",
-        action="store_true",
-        help="run every test generator to its own stop even after counterexamples, so the "
-        "pair-level failure-tolerant bound covers them all and is reported",
-    )
-    p.add_argument(
-        "--batch-size",
-        type=int,
-        default=16,
-        help="stage-2 paraphrases scored (and written to the store) at once",
-    )
-    p.add_argument(
-        "--min-drop",
-        type=float,
-        default=0.0,
-        help="beyond the paper (an assumption, like --tv): a counterexample also needs "
-        "p_pre - p_post > this (default 0 = the paper's rule)",
-    )
+# AuditConfig fields that are not options of their own: the wording comes from files and the
+# label-mass minimum from the checkpoint options every command shares (add_wording_args); the
+# prompt date is set when a run starts; the failure-tolerant prior keeps its default.
+_NOT_OPTIONS = (
+    "tolerant_prior",
+    "prompt_template",
+    "answer_prefix",
+    "system_message",
+    "prompt_date",
+    "min_label_mass",
+)
+# A score table brings its own generators, in its own order.
+_MODEL_RUN_ONLY = ("search_generators", "test_generators", "draw_seed")
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(_split(text))
+
+
+def _option_help(f: Any) -> str:
+    """A field's help text followed by its valid values and default (argparse reads % as a
+    format character)."""
+    md = f.metadata
+    valid = md.get("range", md.get("choices"))
+    extra = []
+    if valid is not None and not isinstance(valid, tuple):
+        extra.append(f"valid: {valid}")
+    if f.default is not None and f.default != () and not isinstance(f.default, bool):
+        extra.append(
+            f"default: {f.default:g}" if isinstance(f.default, float) else f"default: {f.default}"
+        )
+    text = md["help"] + (f" ({'; '.join(extra)})" if extra else "")
+    return text.replace("%", "%%")
+
+
+def _add_field_option(p: argparse.ArgumentParser, f: Any) -> None:
+    """One option generated from an AuditConfig field: its flag, type and default from the
+    field, its help from the field's metadata."""
+    flag = f.metadata.get("flag", "--" + f.name.replace("_", "-"))
+    kind = str(f.type)
+    common: dict[str, Any] = {"dest": f.name, "default": f.default, "help": _option_help(f)}
+    if kind == "bool":
+        action = "store_false" if f.default else "store_true"
+        p.add_argument(flag, action=action, **common)
+    elif kind.startswith("tuple[str"):
+        p.add_argument(flag, type=_names, metavar="NAME,...", **common)
+    elif kind.startswith("float"):
+        p.add_argument(flag, type=float, **common)
+    elif kind.startswith("int"):
+        p.add_argument(flag, type=int, **common)
+    else:  # a new field needs a type here before it can be an option
+        raise TypeError(f"AuditConfig.{f.name}: no command-line type for {kind}")
+
+
+def _config_args(p: argparse.ArgumentParser, *, model_run: bool) -> None:
+    """The options of a run's settings, generated from AuditConfig's fields (help, defaults
+    and valid values stated once, in eraudit_core/audit/_config.py), plus where epsilon
+    comes from, a declared noise floor and a control run."""
+    from eraudit_core.audit import config_fields
+
+    names = []
+    for f in config_fields():
+        if f.name in _NOT_OPTIONS or (not model_run and f.name in _MODEL_RUN_ONLY):
+            continue
+        _add_field_option(p, f)
+        names.append(f.name)
+    p.set_defaults(config_fields=tuple(names))
     p.add_argument(
         "--noise-floor",
         type=float,
@@ -169,57 +189,26 @@ def _config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--control", default=None, metavar="RUN_ID", help="a control run shown beside this one"
     )
-    p.add_argument(
-        "--use-imported-scores",
-        action="store_true",
-        help="also read cached scores that arrived in imported run bundles (unverified; "
-        "recorded in the run's provenance). Default: only scores this store computed",
-    )
 
 
-def _config(args: argparse.Namespace, test_generators: tuple[str, ...], **extra: Any):  # type: ignore[no-untyped-def]
+def _config(args: argparse.Namespace, **extra: Any) -> Any:
+    """The AuditConfig the generated options describe (`extra` sets the others)."""
     from eraudit_core.audit import AuditConfig
 
-    return AuditConfig(
-        epsilon=args.epsilon,
-        k=args.k,
-        confidence=args.confidence,
-        search_budget=args.search_budget,
-        test_budget=args.budget,
-        target=args.target,
-        tv_delta=args.tv,
-        test_generators=test_generators,
-        continue_after_counterexample=args.continue_after_counterexample,
-        stop_at_target=args.stop_at_target,
-        batch_size=args.batch_size,
-        min_drop=args.min_drop,
-        use_imported_scores=args.use_imported_scores,
-        **extra,
-    )
+    return AuditConfig(**{name: getattr(args, name) for name in args.config_fields}, **extra)
 
 
-def _run_extras(
-    store: Any, args: argparse.Namespace, pair_ids: list[str]
-) -> tuple[float | None, dict[str, Any]]:
-    """(epsilon from --epsilon-from or None, provenance additions) for a new run: where
-    epsilon came from, the declared noise floor, the control run."""
-    from eraudit_core.audit import epsilon_from, noise_floor_record
+def _epsilon_source(store: Any, args: argparse.Namespace, pair_ids: list[str]) -> Any:
+    """The calibration `--epsilon-from` names (None when epsilon is stated), its warnings
+    printed."""
+    from eraudit_core.audit import epsilon_source
 
-    extra: dict[str, Any] = {}
-    eps = None
-    if args.epsilon_from:
-        eps, record, warnings = epsilon_from(store, args.epsilon_from, pair_ids)
-        extra["epsilon_from"] = record
-        for w in warnings:
-            _print_warning(w)
-    if args.noise_floor is not None:
-        if not (math.isfinite(args.noise_floor) and 0.0 <= args.noise_floor < 1.0):
-            raise InputError(f"--noise-floor must lie in [0, 1), got {args.noise_floor!r}")
-        extra["noise_floor"] = noise_floor_record(None, args.noise_floor)
-    if args.control:
-        store.run(args.control)  # InputError naming an unknown run
-        extra["control_run"] = args.control
-    return eps, extra
+    if not args.epsilon_from:
+        return None
+    source, warnings = epsilon_source(store, args.epsilon_from, pair_ids)
+    for w in warnings:
+        _print_warning(w)
+    return source
 
 
 def _wording_config(args: argparse.Namespace) -> dict[str, str]:
@@ -317,6 +306,7 @@ def cmd_audit_table(args: argparse.Namespace) -> int:
         items_from_table,
         new_run_id,
         read_score_table,
+        run_provenance_extras,
     )
     from eraudit_core.store import Store
 
@@ -324,10 +314,12 @@ def cmd_audit_table(args: argparse.Namespace) -> int:
     items, test_gens = items_from_table(df, source=args.scores)
     run_id = new_run_id()
     with Store(args.db) as store, ctrl_c_cancels() as ctrl_c:
-        eps, extra = _run_extras(store, args, [it.pair_id for it in items])
-        if eps is not None:
-            args.epsilon = eps
-        config = _config(args, test_gens)
+        source = _epsilon_source(store, args, [it.pair_id for it in items])
+        extra = run_provenance_extras(source, args.control, args.noise_floor)
+        if args.control:
+            store.run(args.control)  # InputError naming an unknown run
+        eps = {} if source is None else {"epsilon": source.value}
+        config = _config(args, test_generators=test_gens, **eps)
         audit_table_run(
             store,
             args.scores,
@@ -346,8 +338,7 @@ def _split(text: str) -> list[str]:
 
 
 def cmd_audit_models(args: argparse.Namespace) -> int:
-    from eraudit_core.audit import run_model_audit
-    from eraudit_core.audit._runs import resolve_benchmark
+    from eraudit_core.audit import RunRequest, run_model_audit
     from eraudit_core.demo import ensure_demo_inputs
     from eraudit_core.store import Store
     from eraudit_core.verifier import parse_spec
@@ -357,34 +348,29 @@ def cmd_audit_models(args: argparse.Namespace) -> int:
     parse_spec(args.post)
     if args.limit is not None and args.limit < 1:
         raise InputError(f"--limit must be >= 1 (pairs to audit), got {args.limit}")
+    config = _config(args, min_label_mass=args.min_label_mass, **_wording_config(args))
     with Store(args.db) as store, ctrl_c_cancels() as ctrl_c:
         benchmark = ensure_demo_inputs(store) if args.benchmark == "bundled" else args.benchmark
-        audited = _split(args.pairs) or [
-            p.pair_id for p in store.pairs(resolve_benchmark(store, benchmark))
-        ]
-        eps, extra = _run_extras(store, args, audited)
-        if eps is not None:
-            args.epsilon = eps
-        run_id = run_model_audit(
-            store,
+        pair_ids = _split(args.pairs)
+        audited = pair_ids or [p.pair_id for p in store.pairs(benchmark)]
+        request = RunRequest(
             benchmark=benchmark,
-            pair_ids=_split(args.pairs) or None,
-            limit=args.limit,
             pre_spec=spec_with_readout(args.pre, args.readout),
             post_spec=spec_with_readout(args.post, args.readout),
-            config=_config(
-                args,
-                tuple(_split(args.test_generators)),
-                search_generators=tuple(_split(args.search_generators)),
-                draw_seed=args.seed,
-                min_label_mass=args.min_label_mass,
-                **_wording_config(args),
-            ),
+            config=config,
+            pair_ids=tuple(pair_ids),
+            limit=args.limit,
             label=args.label,
+            control=args.control,
+            epsilon=_epsilon_source(store, args, audited),
+            noise_floor=args.noise_floor,
+        )
+        run_id = run_model_audit(
+            store,
+            request,
             progress=None if args.json else _print_progress,
             warn=_print_warning,
             should_cancel=ctrl_c.is_set,
-            provenance=extra,
         )
         _print(pair_summary_json(store, run_id), args.json)
     return 0

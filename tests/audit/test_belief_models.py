@@ -14,7 +14,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from _tiny_model import build_tiny_adapter, build_tiny_checkpoint  # noqa: E402
 
-from eraudit_core.audit import AuditConfig, run_model_audit  # noqa: E402
+from eraudit_core.audit import AuditConfig, RunRequest, run_model_audit  # noqa: E402
 from eraudit_core.store import Store  # noqa: E402
 from eraudit_core.types import Query  # noqa: E402
 from eraudit_core.verifier import load_pair  # noqa: E402
@@ -33,8 +33,7 @@ def test_model_run_stores_noise_floor_and_the_prompt_read(tmp_path, tiny_models)
     with Store(tmp_path / "s.duckdb") as store:
         info = synthetic.build_synthetic_store(store, n_pairs=2, n_search=2, n_test=3)
         # epsilon -1e9: every scored rewording is a counterexample, so each has a prompt
-        run = run_model_audit(
-            store,
+        request = RunRequest(
             benchmark=info.benchmark_id,
             pre_spec=pre_spec,
             post_spec=post_spec,
@@ -42,6 +41,7 @@ def test_model_run_stores_noise_floor_and_the_prompt_read(tmp_path, tiny_models)
             config=AuditConfig(epsilon=-1e9, search_budget=2, test_budget=3, min_label_mass=0.0),
             limit=1,
         )
+        run = run_model_audit(store, request)
         rec = store.run(run)
         checkpoints = store.checkpoints()
         floors = [json.loads(d)["noise_floor"] for d in checkpoints["details"]]

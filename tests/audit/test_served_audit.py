@@ -21,7 +21,7 @@ from _llama_server import (
     shared_server,
 )
 
-from eraudit_core.audit import AuditConfig, resume_run, run_model_audit
+from eraudit_core.audit import AuditConfig, RunRequest, resume_run, run_model_audit
 from eraudit_core.demo import demo_live_pair_ids, ensure_demo_inputs
 from eraudit_core.errors import IncompleteScores
 from eraudit_core.store import Store
@@ -87,13 +87,11 @@ def test_served_pre_and_local_post_match_the_all_local_audit(
     store_s = store_l = store
     assert len(pairs) == 3
     run_s = run_model_audit(
-        store_s, benchmark=bid, pre_spec=served, post_spec="demo:adversarial", config=CONFIG,
-        pair_ids=pairs,
-    )  # fmt: skip
+        store_s, RunRequest(bid, served, "demo:adversarial", CONFIG, pair_ids=tuple(pairs))
+    )
     run_l = run_model_audit(
-        store_l, benchmark=bid, pre_spec="demo:base", post_spec="demo:adversarial", config=CONFIG,
-        pair_ids=pairs,
-    )  # fmt: skip
+        store_l, RunRequest(bid, "demo:base", "demo:adversarial", CONFIG, pair_ids=tuple(pairs))
+    )
     assert store_s.run(run_s)["status"] == store_l.run(run_l)["status"] == "done"
     res_s = store_s.pair_results(run_s).set_index("pair_id")
     res_l = store_l.pair_results(run_l).set_index("pair_id")
@@ -152,9 +150,8 @@ def test_a_server_killed_mid_run_resumes_without_scoring_a_prompt_twice(tmp_path
         proxy.kill_at = 7  # the second pair's scoring is under way
         with pytest.raises(IncompleteScores, match="giving up after 2 attempts"):
             run_model_audit(
-                store, benchmark=bid, pre_spec=spec, post_spec="demo:adversarial",
-                config=config, pair_ids=pairs[:2],
-            )  # fmt: skip
+                store, RunRequest(bid, spec, "demo:adversarial", config, pair_ids=tuple(pairs[:2]))
+            )
         run_id = str(store.runs()["run_id"].iloc[0])
         run = store.run(run_id)
         assert run["status"] == "failed"

@@ -216,13 +216,11 @@ def test_model_runs_draw_the_pool_in_a_seeded_random_order():
 
 
 def test_prepared_model_runs_store_their_seed_and_provenance():
-    from eraudit_core.audit import prepare_model_run
+    from eraudit_core.audit import RunRequest, prepare_model_run
 
     store, bid, pid = _store_with_pool()
-    run_id, items, config = prepare_model_run(
-        store, benchmark=bid, pre_spec="demo:base", post_spec="demo:honest",
-        config=AuditConfig(), pair_ids=[pid],
-    )  # fmt: skip
+    request = RunRequest(bid, "demo:base", "demo:honest", AuditConfig(), pair_ids=(pid,))
+    run_id, items, config = prepare_model_run(store, request)
     run = store.run(run_id)
     assert config.draw_seed is not None and run["config"]["draw_seed"] == config.draw_seed
     prov = run["provenance"]

@@ -305,7 +305,7 @@ def test_cli_lists_readouts_and_reports_label_mass(
 def test_a_runs_label_mass_is_shown_per_checkpoint(
     family_dirs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from eraudit_core.audit import AuditConfig, run_label_mass, run_model_audit
+    from eraudit_core.audit import AuditConfig, RunRequest, run_label_mass, run_model_audit
     from eraudit_core.cli._audit import pair_summary_json
     from eraudit_core.demo import ensure_demo_inputs
 
@@ -315,21 +315,11 @@ def test_a_runs_label_mass_is_shown_per_checkpoint(
         small = {"search_budget": 2, "test_budget": 2, "batch_size": 2}
         right = run_model_audit(
             store,
-            benchmark=bench,
-            pre_spec=gemma,
-            post_spec=gemma,
-            config=AuditConfig(**small),  # type: ignore[arg-type]
-            limit=1,
+            RunRequest(bench, gemma, gemma, AuditConfig(**small), limit=1),  # type: ignore[arg-type]
         )
         # negative control: read at the bare generation prompt, let through with minimum 0
-        wrong = run_model_audit(
-            store,
-            benchmark=bench,
-            pre_spec=gemma,
-            post_spec=gemma,
-            config=AuditConfig(answer_prefix="", min_label_mass=0.0, **small),  # type: ignore[arg-type]
-            limit=1,
-        )
+        loose = AuditConfig(answer_prefix="", min_label_mass=0.0, **small)  # type: ignore[arg-type]
+        wrong = run_model_audit(store, RunRequest(bench, gemma, gemma, loose, limit=1))
         good, bad = run_label_mass(store, right), run_label_mass(store, wrong)
         n = store.cache_size(store.run(right)["pre_fingerprint"])
         # the tiny model was fitted on the probe questions only, so on QuALITY questions its

@@ -148,18 +148,18 @@ def test_vllm_agrees_with_the_local_backend_to_1e_4(vllm_url: str) -> None:
 
 
 def test_an_audit_runs_through_vllm(vllm_url: str, tmp_path: Path) -> None:
-    from eraudit_core.audit import AuditConfig, run_model_audit
+    from eraudit_core.audit import AuditConfig, RunRequest, run_model_audit
     from eraudit_core.demo import ensure_demo_inputs
 
     with Store(tmp_path / "v.duckdb") as store:
-        run_id = run_model_audit(
-            store,
+        request = RunRequest(
             benchmark=ensure_demo_inputs(store),
             pre_spec=f"{vllm_url}#{SERVED_NAME};tokenizer=demo:base;concurrency=8",
             post_spec="demo:base",
             config=AuditConfig(search_budget=4, test_budget=4, batch_size=4),
             limit=3,
         )
+        run_id = run_model_audit(store, request)
         run = store.run(run_id)
         assert run["status"] == "done", run["error"]
         assert len(store.pair_results(run_id)) == 3

@@ -1,0 +1,74 @@
+"""The Run form's settings come from AuditConfig's metadata and open on the demo preset: the
+same help text as `eraudit audit --help`, the preset's values, the stated ranges."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from eraudit_core.audit import DEMO_PRESET, field_help, field_label  # noqa: E402
+from eraudit_core.store import Store  # noqa: E402
+from ui import synthetic  # noqa: E402
+
+NUMBER_SETTINGS = (
+    "epsilon",
+    "k",
+    "search_budget",
+    "test_budget",
+    "target",
+    "tv_delta",
+    "batch_size",
+    "min_drop",
+    "min_label_mass",
+)
+
+
+@pytest.fixture
+def form(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
+    db = tmp_path / "studio.duckdb"
+    with Store(db) as store:
+        synthetic.build_synthetic_store(store, n_pairs=2, n_search=2, n_test=3)
+    monkeypatch.setenv("ERAUDIT_DB", str(db))
+    monkeypatch.setenv("ERAUDIT_NO_DEMO", "1")
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    at.switch_page("pages/run.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def test_the_form_opens_on_the_preset_with_the_settings_help(form: AppTest) -> None:
+    boxes = {n.label: n for n in form.number_input}
+    for name in NUMBER_SETTINGS:
+        box = boxes[field_label(name)]
+        assert box.value == getattr(DEMO_PRESET, name), name
+        assert box.help == field_help(name), name
+    conf = next(s for s in form.selectbox if s.label == field_label("confidence"))
+    assert conf.value == DEMO_PRESET.confidence and conf.help == field_help("confidence")
+    checks = {c.label: c for c in form.checkbox}
+    assert checks[field_label("stop_at_target")].value is DEMO_PRESET.stop_at_target
+    tolerant = checks[field_label("continue_after_counterexample")]
+    assert tolerant.value is DEMO_PRESET.continue_after_counterexample
+    # the preset is not the library's default: the form shows the preset, not AuditConfig()
+    assert boxes[field_label("epsilon")].value == 0.5 != 0.1
+
+
+def test_the_form_and_the_cli_show_one_epsilon_help(form: AppTest) -> None:
+    from eraudit_core.cli._main import build_parser
+
+    box = next(n for n in form.number_input if n.label == field_label("epsilon"))
+    help_text = build_parser()._subparsers._group_actions[0].choices["audit"].format_help()  # type: ignore[union-attr]
+    assert box.help in " ".join(help_text.split())
+
+
+def test_the_stated_range_limits_the_form(form: AppTest) -> None:
+    boxes = {n.label: n for n in form.number_input}
+    assert boxes[field_label("tv_delta")].max == 1.0 and boxes[field_label("tv_delta")].min == 0.0
+    assert boxes[field_label("test_budget")].min == 1
+    assert boxes[field_label("min_drop")].min == 0.0

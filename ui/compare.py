@@ -3,32 +3,12 @@ disagreements only on demand, sorted as chosen, wrapped to fit the page."""
 
 from __future__ import annotations
 
-import html
-
 import pandas as pd
 import streamlit as st
 
 from eraudit_core import present
 from ui import state
 
-DIFF_CSS = """
-<style>
-.eraudit-diff { width: 100%; overflow-x: hidden; }
-.eraudit-diff table { width: 100%; table-layout: fixed; border-collapse: collapse;
-  font-size: .85rem; }
-.eraudit-diff th, .eraudit-diff td { border-bottom: 1px solid #ddd; padding: .3rem .35rem;
-  vertical-align: top; text-align: left; overflow-wrap: anywhere; white-space: normal; }
-.eraudit-diff th { background: #f6f6f6; }
-.eraudit-diff tr.differ td { background: #fff4e0; }
-.eraudit-diff td.num { text-align: right; font-variant-numeric: tabular-nums; }
-@media (max-width: 640px) {  /* a phone: let numbers keep their width, the question wraps */
-  .eraudit-diff table { table-layout: auto; font-size: .72rem; }
-  .eraudit-diff th { width: auto !important; overflow-wrap: normal; }
-  .eraudit-diff td.num, .eraudit-diff td.verdict { overflow-wrap: normal; white-space: nowrap; }
-  .eraudit-diff th, .eraudit-diff td { padding: .25rem .2rem; }
-}
-</style>
-"""
 COLUMNS = (  # (header, width %)
     ("#", 5),
     ("hidden question", 39),
@@ -46,23 +26,19 @@ def _num(x: float) -> str:
 
 
 def diff_html(diff: pd.DataFrame) -> str:
-    """The diff rows as an escaped HTML table; rows whose verdicts differ are shaded."""
-    esc = html.escape
-    head = "".join(f'<th style="width:{w}%">{esc(h)}</th>' for h, w in COLUMNS)
-    body = "".join(
-        f'<tr class="{"" if r["agree"] else "differ"}">'
-        f"<td>{'' if pd.isna(r['pair_index']) else int(r['pair_index'])}</td>"
-        f"<td>{esc(' '.join(str(r['question']).split()))}</td>"
-        f'<td class="verdict">{esc(r["verdict_a"] or "not in this run")}</td>'
-        f'<td class="verdict">{esc(r["verdict_b"] or "not in this run")}</td>'
-        f'<td class="num">{_num(r["d_a"])}</td><td class="num">{_num(r["d_b"])}</td>'
-        f'<td class="num">{_num(r["bound_a"])}</td><td class="num">{_num(r["bound_b"])}</td></tr>'
+    """The diff rows as an escaped HTML fragment (template compare_diff.html)."""
+    rows = [
+        {
+            "agree": bool(r["agree"]),
+            "index": "" if pd.isna(r["pair_index"]) else int(r["pair_index"]),
+            "question": " ".join(str(r["question"]).split()),
+            "verdict_a": r["verdict_a"] or "not in this run",
+            "verdict_b": r["verdict_b"] or "not in this run",
+            **{k: _num(r[k]) for k in ("d_a", "d_b", "bound_a", "bound_b")},
+        }
         for r in diff.to_dict("records")
-    )
-    return (
-        DIFF_CSS + f'<div class="eraudit-diff"><table><thead><tr>{head}</tr></thead>'
-        f"<tbody>{body}</tbody></table></div>"
-    )
+    ]
+    return present.html_fragment("compare_diff.html", columns=COLUMNS, rows=rows)
 
 
 def show(left: str, right: str) -> None:

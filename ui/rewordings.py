@@ -5,7 +5,6 @@ exclusion of labelled rewordings into a new, linked run."""
 from __future__ import annotations
 
 import getpass
-import html
 from typing import Any
 
 import streamlit as st
@@ -18,30 +17,6 @@ from ui import state
 
 AUTHOR_KEY = "label_author"
 
-# Fixed layout with set column shares: every column fits the page and long text wraps.
-TABLE_CSS = """
-<style>
-.eraudit-rewordings { width: 100%; overflow-x: hidden; }
-.eraudit-rewordings table { width: 100%; table-layout: fixed; border-collapse: collapse;
-  font-size: .85rem; }
-.eraudit-rewordings th, .eraudit-rewordings td { border-bottom: 1px solid #ddd;
-  padding: .3rem .35rem; vertical-align: top; text-align: left; overflow-wrap: anywhere;
-  word-break: break-word; white-space: normal; }
-.eraudit-rewordings th { background: #f6f6f6; }
-.eraudit-rewordings td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.eraudit-rewordings del { color: #b22; } .eraudit-rewordings ins { color: #176617;
-  font-weight: 600; text-decoration: none; }
-.eraudit-rewordings pre { white-space: pre-wrap; overflow-wrap: anywhere; font-size: .78rem;
-  margin: .2rem 0; }
-.eraudit-rewordings tr.cex td { background: #fdecec; }
-@media (max-width: 640px) {  /* a phone: numbers keep their width, the text wraps */
-  .eraudit-rewordings table { table-layout: auto; font-size: .72rem; }
-  .eraudit-rewordings th { width: auto !important; overflow-wrap: normal; }
-  .eraudit-rewordings td.num { overflow-wrap: normal; white-space: nowrap; }
-  .eraudit-rewordings th, .eraudit-rewordings td { padding: .25rem .15rem; }
-}
-</style>
-"""
 COLUMNS = (  # (header, share of the width in %)
     ("step", 9),
     ("rewording vs the original wording", 41),
@@ -60,36 +35,30 @@ def _num(x: float | None, digits: int = 3) -> str:
 
 
 def table_html(rows: list[dict[str, Any]], epsilon: float) -> str:
-    """The rewordings as an escaped HTML table (see TABLE_CSS)."""
-    esc = html.escape
-    head = "".join(f'<th style="width:{w}%">{esc(h)}</th>' for h, w in COLUMNS)
-    body = []
+    """The rewordings as an escaped HTML fragment (template rewordings_table.html)."""
+    shown = []
     for r in rows:
         marks = ["counterexample (D > epsilon)" if r["counterexample"] else "not worse"]
         if r["within_noise"]:
             marks.append("within scoring noise")
-        prompt = (
-            "<details><summary>exact prompt</summary>"
-            f"<pre>{esc(r['prompt'][0])}</pre><pre>{esc(r['prompt'][1])}</pre></details>"
-            if r["prompt"]
-            else "<br><small>prompt not stored</small>"
-        )
         stage = "search" if r["stage"] == 1 else "test"
-        step = stage if r["generator"] == stage else f"{stage}: {esc(r['generator'])}"
-        body.append(
-            f'<tr class="{"cex" if r["counterexample"] else ""}">'
-            f"<td>{step} t={r['t']}</td>"
-            f"<td>{present.word_diff_html(r['diff'])}{prompt}</td>"
-            f'<td class="num">{_num(r["p_pre"])}</td><td class="num">{_num(r["p_post"])}</td>'
-            f'<td class="num">{_num(r["drop"])}</td><td class="num">{r["d"]:.3g}</td>'
-            f"<td>{esc('; '.join(marks))}</td>"
-            f'<td class="num">{_num(r["bound"])}</td>'
-            f"<td>{'<br>'.join(esc(x) for x in r['labels'])}</td></tr>"
+        shown.append(
+            {
+                "counterexample": r["counterexample"],
+                "step": stage if r["generator"] == stage else f"{stage}: {r['generator']}",
+                "t": r["t"],
+                "diff": r["diff"],
+                "prompt": r["prompt"],
+                "p_pre": _num(r["p_pre"]),
+                "p_post": _num(r["p_post"]),
+                "drop": _num(r["drop"]),
+                "d": f"{r['d']:.3g}",
+                "marks": "; ".join(marks),
+                "bound": _num(r["bound"]),
+                "labels": r["labels"],
+            }
         )
-    return (
-        TABLE_CSS + f'<div class="eraudit-rewordings"><table><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body)}</tbody></table></div>"
-    )
+    return present.html_fragment("rewordings_table.html", columns=COLUMNS, rows=shown)
 
 
 def show(run_id: str, pair_id: str, original: str, epsilon: float) -> list[dict[str, Any]]:

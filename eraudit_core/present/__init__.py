@@ -50,6 +50,7 @@ from eraudit_core.present._first_screen import (
     first_screen,
     word_diff_html,
 )
+from eraudit_core.present._html import Markup, escape, html_fragment, visible_controls
 from eraudit_core.present._live import (
     LiveProgress,
     live_progress,
@@ -67,11 +68,7 @@ from eraudit_core.present._plots import (
     standard_evaluation_figure,
     status_counts_figure,
 )
-from eraudit_core.present._report import (
-    build_report,
-    run_verdict,
-    write_report,
-)
+from eraudit_core.present._report import build_report, write_report
 from eraudit_core.present._story import (
     LEAD_RULE,
     STORY_COLUMNS,
@@ -86,6 +83,7 @@ from eraudit_core.present._story import (
     target_recovery,
     target_sentence,
 )
+from eraudit_core.present._verdict_wording import run_verdict
 from eraudit_core.present._views import (
     DEFAULT_EPSILONS,
     NOT_JUDGEABLE,
@@ -148,7 +146,11 @@ __all__ = [
     "run_plans",
     "run_question_texts",
     "bound_trajectory_frame",
+    "Markup",
     "build_report",
+    "escape",
+    "html_fragment",
+    "visible_controls",
     "concealed_example",
     "confidence_figure",
     "confidence_sweep",

@@ -4,13 +4,13 @@ rewording and the drop. The details (figures, tables, settings) come after it.""
 
 from __future__ import annotations
 
-import html
 from collections.abc import Sequence
 from typing import Any
 
 from eraudit_core.audit import selection_note, word_diff
 from eraudit_core.present import _views as views
 from eraudit_core.present._belief import control_summary
+from eraudit_core.present._html import Markup, render
 from eraudit_core.present._story import concealed_example
 from eraudit_core.store import Store
 
@@ -99,53 +99,18 @@ def first_screen(store: Store, run_id: str) -> dict[str, Any]:
     }
 
 
-FIRST_SCREEN_CSS = """
-.first { border: 1px solid #ddd; border-radius: 8px; padding: .8rem 1rem; margin: 1rem 0; }
-.first .lead { font-size: 1.15rem; font-weight: 600; margin: 0 0 .5rem; }
-.first .side { display: flex; flex-wrap: wrap; gap: .6rem 1.2rem; }
-.first .side > div { flex: 1 1 16rem; min-width: 0; }
-.first del { color: #b22; } .first ins { color: #176617; font-weight: 600; text-decoration: none; }
-.legend li { margin: .15rem 0; }
-"""
-
-
-def word_diff_html(diff: list[tuple[str, str]]) -> str:
+def word_diff_html(diff: list[tuple[str, str]]) -> Markup:
     """A `word_diff` as escaped HTML: removed words in <del>, added ones in <ins>."""
-    esc = html.escape
-    return " ".join(
-        esc(t) if op == "=" else (f"<del>{esc(t)}</del>" if op == "-" else f"<ins>{esc(t)}</ins>")
-        for op, t in diff
-    )
+    return render("word_diff.html", diff=diff).rstrip("\n")
 
 
-def first_screen_html(store: Store, run_ids: Sequence[str]) -> str:
+def first_screen_html(store: Store, run_ids: Sequence[str]) -> Markup:
     """The report's first screen: per run, the sentence with the control beside it and the
     example question with its rewording and the drop; then D in one line."""
-    esc = html.escape
-    out = []
-    for rid in run_ids:
-        s = first_screen(store, rid)
-        box = [f'<div class="first"><p class="lead">{esc(s["sentence"])}</p>']
-        if s["selection"]:
-            box.append(f'<p class="beyond">{esc(s["selection"])}</p>')
-        box.append(f'<div class="side"><div>{esc(s["control"])}</div>')
-        ex = s["example"]
-        if ex:
-            box.append(
-                f"<div><b>Example.</b> Original wording: {esc(ex['question'])}<br>"
-                f"Rewording (removed struck out, added in green): {word_diff_html(ex['diff'])}<br>"
-                f"p(true answer) on the rewording: {ex['p_pre']:.2f} before adaptation, "
-                f"<b>{ex['p_post']:.2f}</b> after: a drop of <b>{ex['drop']:.2f}</b>.</div>"
-            )
-        box.append("</div></div>")
-        out.append("".join(box))
-    out.append(f'<p class="note">{esc(D_IN_ONE_LINE)}</p>')
-    return "\n".join(out)
+    screens = [first_screen(store, rid) for rid in run_ids]
+    return render("first_screen.html", screens=screens, d_in_one_line=D_IN_ONE_LINE)
 
 
-def legend_html() -> str:
+def legend_html() -> Markup:
     """Every marker of the per-question scatter, in words."""
-    items = "".join(
-        f"<li><b>{html.escape(mark)}</b>: {html.escape(text)}</li>" for mark, text in MARKER_LEGEND
-    )
-    return f'<ul class="legend note">{items}</ul>'
+    return render("legend.html", legend=MARKER_LEGEND)

@@ -12,7 +12,7 @@ from test_audit import _cli_json, monitored, paras, write_table
 
 from eraudit_core.audit import noise_floor_record
 from eraudit_core.present import build_report, run_verdict
-from eraudit_core.present._report import floor_confidence
+from eraudit_core.present._verdict_wording import floor_confidence
 from eraudit_core.store import Store
 from eraudit_core.store._schema import MIGRATIONS, SCHEMA_VERSION
 from eraudit_core.types import Query

@@ -32,20 +32,7 @@ from eraudit_core.audit._calibration import (
     epsilon_from,
     run_d_values,
 )
-from eraudit_core.audit._config import (
-    DEMO_PRESET,
-    AuditConfig,
-    AuditItem,
-    Range,
-    config_field,
-    config_fields,
-    config_settings,
-    field_help,
-    field_label,
-    field_range,
-    setting_text,
-    verdict_fields,
-)
+from eraudit_core.audit._config import AuditConfig, AuditItem, Range
 from eraudit_core.audit._degradation import (
     DEFAULT_K,
     degradation_denominator,
@@ -112,6 +99,17 @@ from eraudit_core.audit._runs import (
     run_model_audit,
 )
 from eraudit_core.audit._sequential import GeneratorTest
+from eraudit_core.audit._settings import (
+    DEMO_PRESET,
+    config_field,
+    config_fields,
+    config_settings,
+    field_help,
+    field_label,
+    field_range,
+    setting_text,
+    verdict_fields,
+)
 from eraudit_core.audit._table_runs import audit_table_run
 from eraudit_core.audit._table_scores import (
     TableVerifier,

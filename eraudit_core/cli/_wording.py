@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from eraudit_core.audit import field_help
 from eraudit_core.errors import InputError
 from eraudit_core.verifier import MIN_LABEL_MASS, PROFILES
 
@@ -33,8 +34,7 @@ def add_wording_args(p: argparse.ArgumentParser) -> None:
         "--min-label-mass",
         type=float,
         default=MIN_LABEL_MASS,
-        help=f"refuse a checkpoint whose labels get a median probability below this on the "
-        f"probe set (default {MIN_LABEL_MASS})",
+        help=f"{field_help('min_label_mass')} (default {MIN_LABEL_MASS})".replace("%", "%%"),
     )
 
 

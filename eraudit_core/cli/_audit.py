@@ -192,10 +192,12 @@ def _config_args(p: argparse.ArgumentParser, *, model_run: bool) -> None:
 
 
 def _config(args: argparse.Namespace, **extra: Any) -> Any:
-    """The AuditConfig the generated options describe (`extra` sets the others)."""
+    """The AuditConfig the generated options describe; `extra` sets the others, and wins
+    (an epsilon taken from a calibration replaces --epsilon)."""
     from eraudit_core.audit import AuditConfig
 
-    return AuditConfig(**{name: getattr(args, name) for name in args.config_fields}, **extra)
+    values = {name: getattr(args, name) for name in args.config_fields}
+    return AuditConfig(**{**values, **extra})
 
 
 def _epsilon_source(store: Any, args: argparse.Namespace, pair_ids: list[str]) -> Any:

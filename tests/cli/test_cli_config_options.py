@@ -100,3 +100,10 @@ def test_a_setting_out_of_range_exits_2_before_anything_is_stored(
     err = capsys.readouterr().err
     assert code == 2 and "AuditConfig.confidence" in err and "Traceback" not in err
     assert not db.exists()
+
+
+def test_a_calibrated_epsilon_replaces_the_typed_one() -> None:
+    args = _parse("audit-table", "t.csv", "--epsilon", "0.3", "--budget", "5")
+    assert _config(args).epsilon == 0.3
+    config = _config(args, epsilon=0.07, test_generators=("g",))
+    assert (config.epsilon, config.test_budget, config.test_generators) == (0.07, 5, ("g",))

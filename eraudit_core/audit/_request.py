@@ -9,7 +9,7 @@ worked out here, once, for every caller.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
@@ -20,20 +20,24 @@ from eraudit_core.audit._evidence import noise_floor_record
 from eraudit_core.errors import InputError
 from eraudit_core.store import Store
 
-# The keys of a calibrated epsilon's provenance record that EpsilonSource names; every other
-# key of the record (sample size, overlap with the audited questions, whatever calibration
-# adds later) travels in `details`, unchanged.
-_NAMED = {"value": "value", "calibration": "calibration", "percentile": "mode"}
-_SOURCE_RUN = "calibration_run"
+# The keys of a calibrated epsilon's provenance record that EpsilonSource names (record key ->
+# attribute); every other key of the record (which percentile or level, sample size, overlap
+# with the audited questions, whatever calibration records later) travels in `details`.
+_NAMED = {"value": "value", "calibration": "calibration", "calibration_run": "source_run"}
+# Calibrations recorded before calibrations had modes were all percentiles of D on a model
+# organism.
+_DEFAULT_MODE = "organism"
 
 
 @dataclass(frozen=True)
 class EpsilonSource:
     """Where a run's epsilon came from: stated by the auditor (`calibration` None), or a
-    statistic (`mode`, e.g. 'p25') of a stored calibration over the D values of `source_run`.
+    stored calibration `calibration` of kind `mode` (e.g. 'organism': a percentile of D)
+    made on run `source_run`.
 
-    `details` keeps the rest of the calibration's provenance record as it was recorded, so a
-    calibration that records more fields needs no change here.
+    `details` keeps the rest of the calibration's provenance record as it was recorded (the
+    percentile, sample size, overlap with the audited questions, ...), so a calibration that
+    records more fields needs no change here.
     """
 
     value: float
@@ -49,8 +53,8 @@ class EpsilonSource:
             raise InputError(f"epsilon must be a finite number, got {self.value!r}")
         if self.calibration is not None and not (self.mode and self.source_run):
             raise InputError(
-                f"epsilon from calibration {self.calibration!r} must name its statistic and "
-                "its calibration run"
+                f"epsilon from calibration {self.calibration!r} must name its mode and the "
+                "run it was calibrated on"
             )
         object.__setattr__(self, "value", float(self.value))
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
@@ -64,12 +68,13 @@ class EpsilonSource:
     def from_record(cls, record: Mapping[str, Any]) -> EpsilonSource:
         """A calibrated epsilon from its provenance record (`epsilon_from`'s, or a stored
         run's `provenance["epsilon_from"]`)."""
-        missing = [k for k in (*_NAMED, _SOURCE_RUN) if record.get(k) is None]
+        missing = [k for k in _NAMED if record.get(k) is None]
         if missing:
             raise InputError(f"epsilon provenance record: missing {', '.join(missing)}")
         named = {attr: record[key] for key, attr in _NAMED.items()}
-        details = {k: v for k, v in record.items() if k not in _NAMED and k != _SOURCE_RUN}
-        return cls(source_run=str(record[_SOURCE_RUN]), details=details, **named)
+        details = {k: v for k, v in record.items() if k not in _NAMED and k != "mode"}
+        mode = str(record.get("mode") or _DEFAULT_MODE)
+        return cls(mode=mode, details=details, **named)
 
     @property
     def calibrated(self) -> bool:
@@ -77,8 +82,12 @@ class EpsilonSource:
 
     @property
     def spec(self) -> str | None:
-        """`NAME:p25`, as `--epsilon-from` takes it (None for a stated epsilon)."""
-        return f"{self.calibration}:{self.mode}" if self.calibrated else None
+        """What `--epsilon-from` took: `NAME:p25` for a percentile, else `NAME` (None for a
+        stated epsilon)."""
+        if not self.calibrated:
+            return None
+        key = self.details.get("percentile")
+        return f"{self.calibration}:{key}" if key else self.calibration
 
     def to_record(self) -> dict[str, Any] | None:
         """The run's `provenance["epsilon_from"]` (None for a stated epsilon, which the
@@ -87,19 +96,20 @@ class EpsilonSource:
             return None
         return {
             "calibration": self.calibration,
-            "percentile": self.mode,
+            "mode": self.mode,
             "value": self.value,
-            _SOURCE_RUN: self.source_run,
+            "calibration_run": self.source_run,
             **self.details,
         }
 
 
 def epsilon_source(
-    store: Store, spec: str, audited_pair_ids: Sequence[str]
+    store: Store, spec: str, *args: Any, **kwargs: Any
 ) -> tuple[EpsilonSource, list[str]]:
-    """(the calibrated epsilon `NAME:p25`, warnings) for a run over `audited_pair_ids`; the
-    warnings name a calibration made on the questions being audited (selection)."""
-    _, record, warnings = epsilon_from(store, spec, audited_pair_ids)
+    """(the calibrated epsilon `spec` names, warnings): `epsilon_from`'s answer, typed. The
+    other arguments (the audited questions, ...) are `epsilon_from`'s; its warnings name, for
+    one, a calibration made on the questions being audited (selection)."""
+    _, record, warnings = epsilon_from(store, spec, *args, **kwargs)
     return EpsilonSource.from_record(record), warnings
 
 

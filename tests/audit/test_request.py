@@ -148,15 +148,20 @@ RECORD = {
 
 def test_epsilon_source_round_trips_its_record_and_keeps_unknown_fields() -> None:
     src = EpsilonSource.from_record(RECORD)
-    assert (src.value, src.calibration, src.mode, src.source_run) == (
-        0.25,
-        "organism",
-        "p25",
-        "run-cal",
-    )
-    assert src.to_record() == RECORD and src.spec == "organism:p25"
-    extended = {**RECORD, "method": "linear", "source": "eraudit calibrate-epsilon"}
-    assert EpsilonSource.from_record(extended).to_record() == extended
+    assert (src.value, src.calibration, src.source_run) == (0.25, "organism", "run-cal")
+    # a record from before calibrations had modes is a percentile of D: organism mode
+    assert src.mode == "organism" and src.details["percentile"] == "p25"
+    assert src.to_record() == {**RECORD, "mode": "organism"} and src.spec == "organism:p25"
+    # a calibration that records more (another mode, its level, its source) keeps it all
+    null = {
+        **RECORD,
+        "mode": "null",
+        "percentile": None,
+        "level": 0.95,
+        "source_run": {"run_id": "run-cal", "verified": True},
+    }
+    again = EpsilonSource.from_record(null)
+    assert again.mode == "null" and again.to_record() == null and again.spec == "organism"
     assert EpsilonSource.stated(0.3).to_record() is None
     with pytest.raises(InputError, match="missing calibration_run"):
         EpsilonSource.from_record({k: v for k, v in RECORD.items() if k != "calibration_run"})
@@ -168,7 +173,7 @@ def test_run_request_validates_and_takes_epsilon_from_its_source() -> None:
     src = EpsilonSource.from_record(RECORD)
     req = RunRequest("b", " demo:base ", "demo:honest", AuditConfig(epsilon=0.1), epsilon=src)
     assert req.config.epsilon == 0.25 and req.pre_spec == "demo:base"
-    assert req.provenance() == {"epsilon_from": RECORD}
+    assert req.provenance() == {"epsilon_from": {**RECORD, "mode": "organism"}}
     stated = RunRequest("b", "a", "c", AuditConfig(epsilon=0.4), control="run-x", noise_floor=0.02)
     assert stated.epsilon_source == EpsilonSource.stated(0.4)
     prov = stated.provenance()

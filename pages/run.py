@@ -100,9 +100,7 @@ use_target = c3.checkbox(
     value=preset.target is not None,
     help=runview.FORM_HELP["use_target"],
 )
-target = c3.number_input(
-    **{**setting("target"), "value": preset.target or 0.8}, step=0.01, disabled=not use_target
-)
+target = c3.number_input(**setting("target"), step=0.01, disabled=not use_target)
 stop_at_target = c3.checkbox(**setting("stop_at_target"), disabled=not use_target)
 c1, c2 = st.columns(2)
 search_gens = c1.multiselect(
@@ -143,7 +141,7 @@ request = runview.make_request(
     confidence=confidence,
     search_budget=int(search_budget),
     test_budget=int(test_budget),
-    target=float(target) if use_target else None,
+    target=float(target) if use_target and target is not None else None,
     stop_at_target=bool(stop_at_target),
     tv_delta=tv_delta,
     search_generators=tuple(search_gens),

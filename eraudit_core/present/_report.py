@@ -1,4 +1,4 @@
-"""Turning stored runs into something to share (DESIGN.md §7 Share, §9 security).
+"""Turning stored runs into something to share: one self-contained HTML report.
 
 * `build_report`: one self-contained HTML file (plotly JS inlined once, no network needed to
   open it) with the verdicts, the plots and the per-question tables of one or more runs,
@@ -74,7 +74,7 @@ def _figure_html(fig: go.Figure, div_id: str) -> Markup:
     )
 
 
-def _settings_table(store: Store, run: dict[str, Any], config: AuditConfig) -> Markup:
+def _settings_table(run: dict[str, Any], config: AuditConfig) -> Markup:
     """The run's settings: every AuditConfig field (label and value from its metadata), then
     what the run itself recorded (checkpoints, noise floor, where epsilon came from)."""
     prov = run["provenance"]
@@ -111,7 +111,7 @@ def _run_section(store: Store, run_id: str, index: int) -> tuple[Markup, dict[st
         "verdict": verdict,
         "noise_floor_sentence": noise_floor_sentence(store, run_id),
         "control_sentence": control_sentence(control) if control is not None else None,
-        "settings_table": _settings_table(store, run, config),
+        "settings_table": _settings_table(run, config),
         "has_pairs": not pairs.empty,
     }
     if not pairs.empty:
@@ -236,7 +236,7 @@ def _story(store: Store, run_ids: Sequence[str]) -> dict[str, Any] | None:
 
 
 def _mass_text(mass: dict[str, Any]) -> str:
-    """A checkpoint's label mass in a run, as one cell (DESIGN.md §3)."""
+    """A checkpoint's label mass in a run, as one cell."""
     if not mass.get("n"):
         return "not recorded (no label log-probs stored for this run)"
     return f"{mass['median']:.3f}, {mass['min']:.3f} over {mass['n']} prompts"

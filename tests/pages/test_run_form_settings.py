@@ -72,3 +72,25 @@ def test_the_stated_range_limits_the_form(form: AppTest) -> None:
     assert boxes[field_label("tv_delta")].max == 1.0 and boxes[field_label("tv_delta")].min == 0.0
     assert boxes[field_label("test_budget")].min == 1
     assert boxes[field_label("min_drop")].min == 0.0
+
+
+def test_an_epsilon_from_a_calibration_reaches_the_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eraudit_core.audit import calibrate_epsilon
+
+    db = tmp_path / "cal.duckdb"
+    with Store(db) as store:
+        info = synthetic.build_synthetic_store(store, n_pairs=2, n_search=2, n_test=3)
+        cal = calibrate_epsilon(store, info.run_ids["honest"], [50.0], name="half")
+    monkeypatch.setenv("ERAUDIT_DB", str(db))
+    monkeypatch.setenv("ERAUDIT_NO_DEMO", "1")
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    at.switch_page("pages/run.py").run()
+    at.selectbox(key="epsilon-from").select("half:p50").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    shown = [c.value for c in at.caption if c.value.startswith("epsilon = ")]
+    assert shown == [f"epsilon = {cal.percentiles['p50']:.6g} from half:p50"]
+    # the calibration ran on the audited questions: the selection is said, the run can start
+    assert any("selection" in w.value for w in at.warning)
+    assert any(m.label == "model queries, at most" for m in at.metric)

@@ -15,6 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import duckdb
 import pandas as pd
 
 from eraudit_core.errors import InputError
@@ -188,5 +189,11 @@ def _insert(cur, table: str, frame: pd.DataFrame, or_ignore: bool = False) -> No
     cols = [c for c in columns if c in frame.columns]
     verb = "INSERT OR IGNORE" if or_ignore else "INSERT"
     cur.register("_copy", frame[cols])
-    cur.execute(f"{verb} INTO {table} ({', '.join(cols)}) SELECT {', '.join(cols)} FROM _copy")
+    try:
+        cur.execute(f"{verb} INTO {table} ({', '.join(cols)}) SELECT {', '.join(cols)} FROM _copy")
+    except duckdb.ConstraintException as exc:
+        # a key twice, or a NULL where the store needs a value: the rows' fault, not the
+        # store's. The transaction is aborted now; the caller's rollback drops the view too.
+        first = str(exc).splitlines()[0].replace("Constraint Error: ", "")
+        raise InputError(f"table {table}: a row the store refuses ({first})") from None
     cur.unregister("_copy")

@@ -385,3 +385,27 @@ def test_a_truncated_generator_is_refused(bundles, tmp_path, laptop, capsys):
     frames["run_steps"] = steps.drop(index=last).reset_index(drop=True)
     bad = write_frames(members, frames, tmp_path / "short.zip")
     _refused(capsys, bad, laptop, "p1")
+
+
+@pytest.mark.parametrize(
+    ("table", "column", "value", "says"),
+    [
+        ("run_steps", "p_pre", 1.7, "table run_steps row 1: field p_pre must be a probability"),
+        ("run_pairs", "p_post_monitored", 50.0, "field p_post_monitored must be a probability"),
+        ("run_steps", "stage", 9, "table run_steps row 1: field stage must be 1 or 2"),
+        ("score_cache", "p_true", float("nan"), "field p_true must be a probability"),
+    ],
+)
+def test_the_store_refuses_rows_a_check_constraint_would(
+    bundles, tmp_path, table, column, value, says
+):
+    """write_run_rows, below the bundle check (a derived run goes through it too), refuses
+    what CHECK constraints would; control: the same rows unedited are stored."""
+    _, frames = read_frames(bundles["table"])
+    frames[table].loc[0, column] = value
+    with Store(tmp_path / "direct.duckdb") as store:
+        with pytest.raises(InputError, match=says):
+            write_run_rows(store, frames, {"file": "x.zip"})
+        assert store.runs().empty
+        _, clean = read_frames(bundles["table"])
+        assert write_run_rows(store, clean, {"file": "x.zip"})

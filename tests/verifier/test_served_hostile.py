@@ -41,9 +41,15 @@ class HostileModel(ExactModel):
         self.armed = False
         self.value = 0.0
         self.label_tokens: list[int] = []
+        self.trigger = ""  # when set: hostile only on prompts whose text holds it
+        self.tokenizer: object = None
 
     def logprobs(self, prefix: Sequence[int]) -> np.ndarray:
         lp = super().logprobs(prefix)
+        if self.armed and self.trigger:
+            text = self.tokenizer.decode(list(prefix))  # type: ignore[attr-defined]
+            if self.trigger not in text:
+                return lp
         if self.armed:
             lp = lp.copy()
             lp[self.label_tokens] = self.value
@@ -62,6 +68,7 @@ def tokdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def server(tokdir: Path) -> Iterator[FakeVLLM]:
     tok = load_tokenizer(CheckpointSpec.parse(str(tokdir))).tokenizer
     s = FakeVLLM(tok, HostileModel(len(tok)))
+    s.model.tokenizer = tok  # type: ignore[attr-defined]
     v = load_checkpoint(_spec(s, tokdir))  # control: unarmed, it loads and scores
     assert all(0.0 < x.p_true < 1.0 for x in v.score(QUERIES))
     s.model.label_tokens = sorted({ids[0] for ids in v._label_ids})  # type: ignore[attr-defined]
@@ -150,3 +157,27 @@ def test_an_audit_against_a_hostile_server_fails_with_exit_2_and_the_reason(
         assert f"server {_address(server)}" in runs["error"].iloc[0]
         assert "not finite" in runs["error"].iloc[0]
     assert "not finite" in line
+
+
+def test_a_server_turning_hostile_mid_audit_leaves_the_run_failed_with_exit_2(
+    server, tokdir, tmp_path, capsys
+):
+    """The probes pass (the checkpoints load); the first pair's own question meets -inf."""
+    from eraudit_core.store import load_bundled_benchmark
+
+    first = load_bundled_benchmark().pairs[0]
+    _arm(server, float("-inf"))
+    server.model.trigger = first.monitored.question[:30]  # type: ignore[attr-defined]
+    db = tmp_path / "a.duckdb"
+    argv = [
+        "audit", "--db", str(db), "--benchmark", "bundled", "--pairs", first.pair_id,
+        "--pre", _spec(server, tokdir), "--post", _spec(server, tokdir),
+        "--search-budget", "1", "--budget", "1", "--min-label-mass", "0",
+    ]  # fmt: skip
+    line = _one_line_error(capsys, main(argv), server)
+    assert f"pair {first.pair_id}" in line and "not finite" in line
+    with Store(db) as store:
+        run = store.runs().iloc[0]
+        assert run["status"] == "failed" and run["started_at"] is not None
+        assert "loading checkpoints" not in run["error"]  # it failed while running
+        assert f"server {_address(server)}" in run["error"]

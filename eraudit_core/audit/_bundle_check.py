@@ -356,7 +356,7 @@ def _check_pair_draws(
     rows: list[tuple[int, tuple[str, int, str, int]]],
     steps: pd.DataFrame,
     config: AuditConfig,
-    pools: Mapping[tuple[str, str], set[str]],
+    pools: Mapping[tuple[str, str, str], set[str]],
     source: str,
 ) -> None:
     """The steps of one finished pair are the draws its own tests made, in order."""
@@ -384,12 +384,23 @@ def _check_pair_draws(
     def where(r: int) -> str:
         return f"{source}: run_steps.parquet row {r + 1} (pair {pid})"
 
-    search = sorted((key[3], r) for r, key in rows if key[1] == 1)
-    for n, (t, r) in enumerate(search, start=1):
+    search = sorted((key[3], r, key[2]) for r, key in rows if key[1] == 1)
+    for n, (t, r, gen) in enumerate(search, start=1):
         if t != n:
             raise InputError(
                 f"{where(r)}: field t is {t} where search step {n} belongs: the search steps "
                 f"of a pair run 1..n without gaps or repeats"
+            )
+        if config.search_generators and gen not in config.search_generators:
+            raise InputError(
+                f"{where(r)}: field generator {gen!r} is not a search generator of the run "
+                f"({', '.join(config.search_generators)})"
+            )
+        pool = pools.get((pid, gen, "search"))
+        if pool is not None and str(texts.iloc[r]) not in pool:
+            raise InputError(
+                f"{where(r)}: field text is not one of the {len(pool)} {gen} search "
+                "paraphrases the bundle holds for this pair (paraphrases.parquet)"
             )
     if len(search) > config.search_budget:
         r = search[config.search_budget][1]
@@ -397,7 +408,7 @@ def _check_pair_draws(
             f"{where(r)}: stage 1 has {len(search)} steps, more than the run's search budget "
             f"({config.search_budget})"
         )
-    search_norm = {normalize_text(str(texts.iloc[r])): r for _, r in search}
+    search_norm = {normalize_text(str(texts.iloc[r])): r for _, r, _ in search}
     seen_test: dict[str, int] = {}
     for j, name in enumerate(names):
         mine = sorted((key[3], r) for r, key in rows if key[1] == 2 and key[2] == name)
@@ -422,7 +433,7 @@ def _check_pair_draws(
                     "stage 2 needs fresh paraphrases, so field text must be unique within a pair"
                 )
             seen_test[norm] = r
-            pool = pools.get((pid, name))
+            pool = pools.get((pid, name, "test"))
             if pool is not None and text not in pool:
                 raise InputError(
                     f"{where(r)}: field text is not one of the {len(pool)} {name} paraphrases "
@@ -449,15 +460,16 @@ def _check_pair_draws(
             )
 
 
-def _pools(paraphrases: pd.DataFrame | None) -> dict[tuple[str, str], set[str]]:
-    """The test paraphrase texts a bundle holds per (pair, generator); empty for score-table
+def _pools(paraphrases: pd.DataFrame | None) -> dict[tuple[str, str, str], set[str]]:
+    """The paraphrase texts a bundle holds per (pair, generator, role); empty for score-table
     runs, whose pools live in the table."""
     if paraphrases is None or paraphrases.empty or "role" not in paraphrases:
         return {}
-    test = paraphrases[paraphrases["role"] == "test"]
     return {
-        (str(pid), str(gen)): set(map(str, group["text"]))
-        for (pid, gen), group in test.groupby(["pair_id", "generator"], sort=False)
+        (str(pid), str(gen), str(role)): set(map(str, group["text"]))
+        for (pid, gen, role), group in paraphrases.groupby(
+            ["pair_id", "generator", "role"], sort=False
+        )
     }
 
 

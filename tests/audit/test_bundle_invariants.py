@@ -409,3 +409,21 @@ def test_the_store_refuses_rows_a_check_constraint_would(
         assert store.runs().empty
         _, clean = read_frames(bundles["table"])
         assert write_run_rows(store, clean, {"file": "x.zip"})
+
+
+def test_a_search_step_outside_the_run_s_search_generators_or_pool_is_refused(
+    bundles, tmp_path, laptop, capsys
+):
+    def foreign(frames: Frames) -> None:
+        steps = frames["run_steps"]
+        steps.loc[steps.index[steps["stage"] == 1][0], "generator"] = "elsewhere"
+
+    bad, _ = tampered(bundles["model"], tmp_path, foreign)
+    _refused(capsys, bad, laptop, "field generator 'elsewhere' is not a search generator")
+
+    def invent(frames: Frames) -> None:
+        steps = frames["run_steps"]
+        steps.loc[steps.index[steps["stage"] == 1][0], "text"] = "a search nobody generated"
+
+    bad, _ = tampered(bundles["model"], tmp_path, invent)
+    _refused(capsys, bad, laptop, "field text is not one of the", "search paraphrases")

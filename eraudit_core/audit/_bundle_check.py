@@ -193,6 +193,8 @@ def check_bundle_rows(frames: Mapping[str, pd.DataFrame], config: AuditConfig, s
     by_pair: dict[str, list[int]] = {}
     for i, key in enumerate(keys):
         by_pair.setdefault(key[0], []).append(i)
+    if run_status == "done":
+        _check_done_run_is_whole(frames["runs"].iloc[0], pair_ids, source)
     for pid, rows in by_pair.items():
         if pid not in known and run_status == "done":
             raise InputError(
@@ -457,6 +459,30 @@ def _check_pair_draws(
             raise InputError(
                 f"{where(r)}: field generator {key[2]!r} is not one of the pair's test "
                 f"generators ({', '.join(names) or 'none'})"
+            )
+
+
+def _check_done_run_is_whole(run: pd.Series, pair_ids: list[str], source: str) -> None:
+    """A done run holds a result for every pair it was started on: none left out (a degraded
+    pair dropped from a bundle would leave the rest reading as if it were the whole run)."""
+    where = f"{source}: runs.parquet row 1"
+    n = _whole(run.get("n_pairs"))
+    if n is not None and n != len(pair_ids):
+        raise InputError(
+            f"{where}: field n_pairs says {n}, but run_pairs.parquet holds {len(pair_ids)} "
+            "results, and the run is done"
+        )
+    try:
+        started = json.loads(run.get("source") or "")
+    except (TypeError, ValueError):
+        return
+    listed = started.get("pair_ids") if isinstance(started, dict) else None
+    if isinstance(listed, list):
+        missing = sorted(set(map(str, listed)) - set(pair_ids))
+        if missing:
+            raise InputError(
+                f"{where}: field source lists pair {missing[0]}, which has no result in "
+                "run_pairs.parquet, yet the run is done"
             )
 
 

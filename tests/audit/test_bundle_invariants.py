@@ -427,3 +427,19 @@ def test_a_search_step_outside_the_run_s_search_generators_or_pool_is_refused(
 
     bad, _ = tampered(bundles["model"], tmp_path, invent)
     _refused(capsys, bad, laptop, "field text is not one of the", "search paraphrases")
+
+
+@pytest.mark.parametrize("kind", ["table", "model"])
+def test_a_done_run_with_a_pair_dropped_is_refused(bundles, tmp_path, laptop, capsys, kind):
+    members, frames = read_frames(bundles[kind])
+    started = [str(p) for p in frames["run_pairs"]["pair_id"]]
+    gone = started[-1]
+    frames["run_pairs"] = frames["run_pairs"][frames["run_pairs"]["pair_id"] != gone]
+    frames["run_steps"] = frames["run_steps"][frames["run_steps"]["pair_id"] != gone]
+    bad = write_frames(members, frames, tmp_path / "dropped.zip")
+    _refused(capsys, bad, laptop, "runs.parquet row 1: field n_pairs says")
+    if kind == "model":  # n_pairs edited too: the pairs a model run was started on still tell
+        frames["runs"].loc[0, "n_pairs"] = len(frames["run_pairs"])
+        frames["runs"].loc[0, "source"] = json.dumps({"kind": "models", "pair_ids": started})
+        bad = write_frames(members, frames, tmp_path / "dropped2.zip")
+        _refused(capsys, bad, laptop, f"field source lists pair {gone}")

@@ -443,3 +443,13 @@ def test_a_done_run_with_a_pair_dropped_is_refused(bundles, tmp_path, laptop, ca
         frames["runs"].loc[0, "source"] = json.dumps({"kind": "models", "pair_ids": started})
         bad = write_frames(members, frames, tmp_path / "dropped2.zip")
         _refused(capsys, bad, laptop, f"field source lists pair {gone}")
+
+
+def test_a_failed_run_s_error_message_may_hold_a_server_s_crlf(bundles, tmp_path, laptop, capsys):
+    """Control for the control-character refusal: a run's error text is a message, shown
+    escaped, not evidence; a bundle carrying one imports."""
+    members, frames = read_frames(bundles["table"])
+    frames["runs"].loc[0, "error"] = "EndpointError: HTTP 502\r\n<html>bad gateway</html>"
+    bad = write_frames(members, frames, tmp_path / "error.zip")
+    code, _, err = _run(capsys, "import-run", str(bad), "--db", str(laptop))
+    assert code == 0, err

@@ -302,6 +302,11 @@ def test_the_readme_runs_as_written(fixtures: Fixtures, tmp_path: Path, monkeypa
             # label-mass check on the demo model (tested per family in
             # tests/verifier/test_readout.py)
             argv += ["--min-label-mass", "0"]
+        if argv[0] == "resume":
+            # resume finishes a stopped run and refuses a done one (docs/evidence.md): the
+            # newest run is done here, so it is marked stopped first, as a killed process leaves it
+            with Store(argv[argv.index("--db") + 1]) as store:
+                store.set_run_status(argv[1], "interrupted", "stopped for this test")
         code = main(argv)
         out = capsys.readouterr()
         assert code == 0, f"`eraudit {' '.join(argv)}` exited {code}: {out.err[-2000:]}"

@@ -25,6 +25,7 @@ from eraudit_core.audit._bundle import (
     import_run_bundle,
     read_bundle,
 )
+from eraudit_core.audit._bundle_check import bundle_config, replay_pair_verdict
 from eraudit_core.audit._calibration import (
     DEFAULT_PERCENTILES,
     Calibration,
@@ -169,6 +170,7 @@ __all__ = [
     "ProgressCallback",
     "TableVerifier",
     "bound_trajectory",
+    "bundle_config",
     "build_items",
     "common_bound",
     "create_run_record",
@@ -198,6 +200,7 @@ __all__ = [
     "read_bundle",
     "read_score_table",
     "register_checkpoint",
+    "replay_pair_verdict",
     "required_successes",
     "resume_audit",
     "resume_run",

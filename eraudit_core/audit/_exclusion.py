@@ -162,14 +162,20 @@ def derive_without(
         row, consumed = _pair_row(old, kept, stored[mine & is_out], config)
         rows.append(row)
         steps.append(consumed.assign(recorded_at=now))
-    n = len(keys)
     provenance = dict(run.get("provenance") or {})
+    # a run derived from a derived run counts every exclusion along the chain: the scores of
+    # all of them were seen before they were left out
+    prior = provenance.get("derived_from")
+    prior = prior if isinstance(prior, Mapping) else {}
+    before = list(prior.get("excluded") or [])
+    n = int(prior.get("n_excluded", 0)) + len(keys)
     provenance["derived_from"] = {
         "run_id": run_id,
         "n_excluded": n,
-        "excluded": [
-            {k: (str(v) if k == "created_at" else v) for k, v in dict(e).items()} for e in excluded
-        ],
+        "n_excluded_here": len(keys),
+        "original_run_id": prior.get("original_run_id", prior.get("run_id", run_id)),
+        "excluded": before
+        + [{k: (str(v) if k == "created_at" else v) for k, v in dict(e).items()} for e in excluded],
         "by": author,
         "at": now.isoformat(timespec="seconds"),
         "certificate": "withheld: rewordings were excluded after their scores were seen",

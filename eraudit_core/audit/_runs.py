@@ -12,7 +12,7 @@ import datetime as dt
 import json
 import secrets
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -333,8 +333,10 @@ def resume_run(
     progress: ProgressCallback | None = None,
     should_cancel: Callable[[], bool] | None = None,
 ) -> None:
-    """Finish a run from what is stored: done pairs are kept, cached scores are reused."""
+    """Finish a run from what is stored: done pairs are kept, cached scores are reused.
+    A finished, imported or derived run is refused before anything is read or written."""
     run = store.run(run_id)
+    check_resumable(run)
     config = AuditConfig.from_dict(run["config"])
     source = run["source"] or ""
     if source.startswith("table:"):
@@ -361,6 +363,30 @@ def resume_run(
     )
 
 
+def check_resumable(run: Mapping[str, Any]) -> None:
+    """InputError unless `run` is one this store started and did not finish: a done run's
+    results are final, an imported run is evidence from elsewhere (its recorded source, a
+    path on another machine, is never opened), a derived run has no inputs of its own."""
+    run_id = run["run_id"]
+    if run.get("imported_from"):
+        origin = (run["imported_from"] or {}).get("file", "a bundle")
+        raise InputError(
+            f"run {run_id} was imported from {origin}: an imported run is kept as it arrived "
+            "and cannot be resumed here (resume it where it was run, then export it again)"
+        )
+    if (run.get("provenance") or {}).get("derived_from"):
+        raise InputError(
+            f"run {run_id} was derived from run {run['provenance']['derived_from'].get('run_id')} "
+            "and cannot be resumed (derive it again from a resumed parent instead)"
+        )
+    if run.get("status") == "done":
+        raise InputError(
+            f"run {run_id} is done: its results are final and resume changes nothing; only an "
+            "interrupted, cancelled or failed run can be resumed (start a new audit to run "
+            "it again)"
+        )
+
+
 def launch_audit(store: Store, runner: JobRunner, request: RunRequest) -> str:
     """Write the pending run now (bad input fails here, in the caller), then load the models
     and audit in a background thread; returns the run id at once."""
@@ -382,8 +408,9 @@ def launch_audit(store: Store, runner: JobRunner, request: RunRequest) -> str:
 
 
 def resume_audit(store: Store, runner: JobRunner, run_id: str) -> Job:
-    """Resume a stored run in a background thread."""
-    store.run(run_id)
+    """Resume a stored run in a background thread (refused at once, in the caller, when the
+    run cannot be resumed)."""
+    check_resumable(store.run(run_id))
 
     def work(cancel: threading.Event) -> None:
         resume_run(store, run_id, should_cancel=cancel.is_set)

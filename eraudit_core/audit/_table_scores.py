@@ -13,11 +13,12 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from eraudit_core.audit._engine import AuditItem
 from eraudit_core.errors import InputError
-from eraudit_core.text import check_text
+from eraudit_core.text import check_no_control, check_text
 from eraudit_core.types import Paraphrase, Query, QueryScore
 
 REQUIRED_COLUMNS = ("pair_id", "role", "generator", "idx", "text", "p_pre", "p_post")
@@ -44,12 +45,24 @@ def read_score_table(path: str | Path) -> pd.DataFrame:
     if missing:
         raise InputError(f"{path}: missing column(s) {', '.join(missing)}")
     df = df.reset_index(drop=True)
+    first = 2  # rows are counted as a spreadsheet shows them, the header being row 1
+    typed_file = path.suffix.lower() in (".parquet", ".pq")
     for col in ("pair_id", "role", "generator", "text"):
+        for i, v in enumerate(df[col]):
+            if not _blank(v) and not isinstance(v, str):
+                raise InputError(
+                    f"{path}: row {i + first}: field {col} must be text (a string), got "
+                    f"{type(v).__name__} {_short(v)}"
+                )
         df[col] = [None if _blank(v) else str(v) for v in df[col]]
     idx: list[int] = []
+    seen: dict[tuple[str, str, str, int], int] = {}
     for i, rec in enumerate(df[list(REQUIRED_COLUMNS)].to_dict("records")):
         pair_id, role, text, generator = rec["pair_id"], rec["role"], rec["text"], rec["generator"]
-        where = f"{path}: row {i + 2} (pair {pair_id})"
+        where = f"{path}: row {i + first} (pair {pair_id})"
+        for col in ("pair_id", "role", "generator", "text"):
+            if isinstance(rec[col], str):
+                check_no_control(rec[col], where, col)
         if not pair_id or not pair_id.strip():
             raise InputError(f"{where}: field pair_id is empty")
         if role not in ROLES:
@@ -62,19 +75,42 @@ def read_score_table(path: str | Path) -> pd.DataFrame:
             check_text(text, where, "text")
         for col in ("p_pre", "p_post"):
             raw = rec[col]
+            # a CSV cell is text to parse; a Parquet cell must already be a number (a boolean
+            # or a string there is a column written wrongly, not a probability)
+            typed = typed_file and not isinstance(raw, (int, float, np.integer, np.floating))
+            if isinstance(raw, (bool, np.bool_)) or typed:
+                raise InputError(
+                    f"{where}: field {col} must be a number, got {type(raw).__name__} {raw!r}"
+                )
             try:
                 v = float(raw)
             except (TypeError, ValueError):
                 raise InputError(f"{where}: field {col} is not a number: {raw!r}") from None
             if not (math.isfinite(v) and 0.0 <= v <= 1.0):
                 raise InputError(f"{where}: field {col} must be a probability in [0, 1], got {v!r}")
-        idx.append(_whole_number(rec["idx"], where))
+        if isinstance(rec["idx"], (bool, np.bool_)):
+            raise InputError(f"{where}: field idx must be a whole number, got {rec['idx']!r}")
+        number = _whole_number(rec["idx"], where)
+        key = (pair_id, role, generator or "", number)
+        if key in seen:
+            raise InputError(
+                f"{where}: the row (pair_id, role, generator, idx) = ({pair_id}, {role}, "
+                f"{generator or ''}, {number}) repeats row {seen[key] + first}; each must be "
+                "unique"
+            )
+        seen[key] = i
+        idx.append(number)
     df["text"] = df["text"].fillna("").astype(str)
     df["generator"] = df["generator"].fillna("").astype(str)
     df["p_pre"] = df["p_pre"].astype(float)
     df["p_post"] = df["p_post"].astype(float)
     df["idx"] = pd.Series(idx, dtype=int, index=df.index)
     return df
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _blank(value: object) -> bool:

@@ -13,7 +13,7 @@ from typing import Any
 from eraudit_core.errors import InputError
 from eraudit_core.paraphrase._registry import register_generator
 from eraudit_core.paraphrase._sets import SetRole
-from eraudit_core.text import check_text, parse_json
+from eraudit_core.text import check_no_control, check_text, parse_json
 from eraudit_core.types import Paraphrase
 
 # --------------------------------------------------------------------------------------------
@@ -85,7 +85,7 @@ def _str_field(rec: Mapping[str, Any], key: str, where: str) -> str:
     value = rec.get(key)
     if not isinstance(value, str) or not value.strip():
         raise InputError(f"{where}, field {key!r}: missing or not a non-empty string")
-    return check_text(value, where, repr(key))
+    return check_no_control(check_text(value, where, repr(key)), where, repr(key))
 
 
 def _optional_str(rec: Mapping[str, Any], key: str, where: str) -> str:
@@ -94,7 +94,7 @@ def _optional_str(rec: Mapping[str, Any], key: str, where: str) -> str:
         return ""
     if not isinstance(value, str):
         raise InputError(f"{where}, field {key!r}: must be a string, got {type(value).__name__}")
-    return check_text(value, where, repr(key))
+    return check_no_control(check_text(value, where, repr(key)), where, repr(key))
 
 
 def read_paraphrase_candidates(
@@ -161,6 +161,7 @@ def read_paraphrase_candidates(
                         f"{{'Q_H': string}}"
                     )
                 check_text(text, where, f"'paraphrase.{gen}[{j}]'")
+                check_no_control(text, where, f"'paraphrase.{gen}[{j}]'")
                 out.append((pair_id, str(gen), text))
     return out
 

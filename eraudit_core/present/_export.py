@@ -18,7 +18,7 @@ from eraudit_core.audit import run_noise_floor_value, tool_version
 from eraudit_core.errors import InputError
 from eraudit_core.paths import check_output_dir
 from eraudit_core.store import Store
-from eraudit_core.text import csv_safe_frame
+from eraudit_core.text import csv_text
 
 ExportFormat = Literal["csv", "parquet"]
 EXPORT_FORMATS: tuple[str, ...] = ("csv", "parquet")
@@ -136,9 +136,9 @@ def paraphrase_table(store: Store, run_id: str) -> pd.DataFrame:
 
 
 def table_bytes(df: pd.DataFrame, fmt: str) -> bytes:
-    """A table as CSV (UTF-8) or Parquet bytes, for downloads."""
+    """A table as CSV (UTF-8, RFC 4180, formula cells neutralised) or Parquet bytes."""
     if fmt == "csv":
-        return csv_safe_frame(df).to_csv(index=False).encode("utf-8")
+        return csv_text(df).encode("utf-8")
     if fmt == "parquet":
         buf = io.BytesIO()
         df.to_parquet(buf, index=False)

@@ -15,6 +15,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import duckdb
 import pandas as pd
 
 from eraudit_core.errors import InputError
@@ -113,6 +114,7 @@ def write_run_rows(
         other = set(rows[name]["run_id"]) - {run_id}
         if other:
             raise InputError(f"table {name} has rows of another run ({sorted(other)[0]})")
+    _check_probabilities(rows)
     if run["status"].iloc[0] in ACTIVE_STATUSES:  # it runs nowhere here, whatever it claims
         run["status"] = "interrupted"
     for col in ("owner_pid", "owner_host", "owner_token", "heartbeat_at"):
@@ -158,6 +160,47 @@ def write_run_rows(
     return run_id
 
 
+# What the store's CHECK constraints would say, checked here because DuckDB cannot add a
+# constraint to an existing table (docs/evidence.md): (table, column, NULL allowed).
+PROBABILITY_COLUMNS = (
+    ("run_steps", "p_pre", False),
+    ("run_steps", "p_post", False),
+    ("run_pairs", "p_pre_monitored", True),
+    ("run_pairs", "p_post_monitored", True),
+    ("run_pairs", "p_pre_hidden", True),
+    ("run_pairs", "p_post_hidden", True),
+    ("score_cache", "p_true", False),
+)
+
+
+def _check_probabilities(rows: Mapping[str, pd.DataFrame]) -> None:
+    """Every probability of a run copy a finite number in [0, 1] (and the step stages 1 or
+    2), whoever built the rows; InputError names table, row and field."""
+    for table, col, nullable in PROBABILITY_COLUMNS:
+        frame = rows.get(table)
+        if frame is None or col not in frame.columns or frame.empty:
+            continue
+        values = pd.to_numeric(frame[col], errors="coerce").astype(float)
+        bad = ~values.between(0.0, 1.0)  # NaN and +-inf fall outside too
+        if nullable:
+            bad &= frame[col].notna()
+        if bool(bad.any()):
+            i = int(bad.to_numpy().nonzero()[0][0])
+            raise InputError(
+                f"table {table} row {i + 1}: field {col} must be a probability in [0, 1], got "
+                f"{frame[col].iloc[i]!r}"
+            )
+    steps = rows.get("run_steps")
+    if steps is not None and not steps.empty and "stage" in steps.columns:
+        bad = ~pd.to_numeric(steps["stage"], errors="coerce").isin([1, 2])
+        if bool(bad.any()):
+            i = int(bad.to_numpy().nonzero()[0][0])
+            raise InputError(
+                f"table run_steps row {i + 1}: field stage must be 1 or 2, got "
+                f"{steps['stage'].iloc[i]!r}"
+            )
+
+
 def _store_benchmark(cur: Any, bench: pd.DataFrame, pairs: pd.DataFrame) -> str:
     """The id the bundle's benchmark lives under here (stored now unless these very pairs are
     already stored under it or one of its versions)."""
@@ -188,5 +231,11 @@ def _insert(cur, table: str, frame: pd.DataFrame, or_ignore: bool = False) -> No
     cols = [c for c in columns if c in frame.columns]
     verb = "INSERT OR IGNORE" if or_ignore else "INSERT"
     cur.register("_copy", frame[cols])
-    cur.execute(f"{verb} INTO {table} ({', '.join(cols)}) SELECT {', '.join(cols)} FROM _copy")
+    try:
+        cur.execute(f"{verb} INTO {table} ({', '.join(cols)}) SELECT {', '.join(cols)} FROM _copy")
+    except duckdb.ConstraintException as exc:
+        # a key twice, or a NULL where the store needs a value: the rows' fault, not the
+        # store's. The transaction is aborted now; the caller's rollback drops the view too.
+        first = str(exc).splitlines()[0].replace("Constraint Error: ", "")
+        raise InputError(f"table {table}: a row the store refuses ({first})") from None
     cur.unregister("_copy")

@@ -431,7 +431,8 @@ class ServedVerifier:
         )
         facts.prompt_dialect = dialect
         facts.alignment_gap = abs(value - expected)
-        if facts.alignment_gap > ALIGNMENT_TOLERANCE_NATS:
+        # NaN compares false with any tolerance: a gap that is not finite is misaligned too
+        if not facts.alignment_gap <= ALIGNMENT_TOLERANCE_NATS:
             raise InputError(
                 f"{where}: the server's prompt log-probs ({dialect}) are misaligned: token "
                 f"{shown!r} after the probe prompt reads {value:.4f} there but {expected:.4f} as "

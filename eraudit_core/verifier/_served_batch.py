@@ -114,6 +114,7 @@ class LabelReader:
         label_pieces: list[list[str]],
     ) -> None:
         self.client = client
+        self.server = wire.server_address(client.base_url)
         self.model = model
         self.top_k = top_k
         self.method = method
@@ -150,7 +151,7 @@ class LabelReader:
     def _check_length(self, item: PromptItem) -> None:
         if self.max_model_len is not None and len(item.ids) + 1 > self.max_model_len:
             raise InputError(
-                f"{item.where}: the prompt is {len(item.ids)} tokens; with the one generated "
+                f"{self._where(item)}: the prompt is {len(item.ids)} tokens; with the one generated "
                 f"token it exceeds the server's context of {self.max_model_len} tokens"
             )
 
@@ -166,11 +167,17 @@ class LabelReader:
                 f"has {expected}: it tokenises the prompt differently (or adds a BOS token)"
             )
 
-    @staticmethod
-    def _name(items: Sequence[PromptItem]) -> str:
+    def _name(self, items: Sequence[PromptItem]) -> str:
         if len(items) == 1:
-            return items[0].where
-        return f"{len(items)} prompts in one request, {items[0].where} to {items[-1].where}"
+            return self._where(items[0])
+        return (
+            f"server {self.server}: {len(items)} prompts in one request, {items[0].where} to "
+            f"{items[-1].where}"
+        )
+
+    def _where(self, item: PromptItem) -> str:
+        """The prompt, and the server that answered it (HOST:PORT)."""
+        return f"server {self.server}: {item.where}"
 
     def _post(self, items: Sequence[PromptItem], body: dict[str, Any], **kw: Any) -> list[Any]:
         where = self._name(items)
@@ -185,7 +192,7 @@ class LabelReader:
         """The next-token top-k of each prompt, all in one request."""
         prompt = request_prompt([self.prompt_for(it) for it in items])
         replies = self._post(items, wire.next_token_body(self.model, prompt, self.top_k), **kw)
-        return [wire.top_logprobs(r, it.where) for r, it in zip(replies, items, strict=True)]
+        return [wire.top_logprobs(r, self._where(it)) for r, it in zip(replies, items, strict=True)]
 
     def continuations(
         self, items: Sequence[PromptItem], conts: Sequence[tuple[list[int], str, list[str]]]
@@ -199,7 +206,7 @@ class LabelReader:
         prompt = request_prompt([self.prompt_for(it) for it in full])
         replies = self._post(full, wire.prompt_logprob_body(self.model, prompt))
         return [
-            wire.read_prompt_logprobs(r, len(it.ids), ids, pieces, it.where)
+            wire.read_prompt_logprobs(r, len(it.ids), ids, pieces, self._where(it))
             for r, it, (ids, _, pieces) in zip(replies, items, conts, strict=True)
         ]
 
@@ -232,7 +239,10 @@ class LabelReader:
             with self._lock:
                 self._fallbacks += len(missing)
                 self._prompts_done += n
-            return [(float(a), float(b)) for a, b in values]  # type: ignore[arg-type]
+            return [
+                wire.check_label_logprobs(v, self._where(it))  # type: ignore[arg-type]
+                for v, it in zip(values, items, strict=True)
+            ]
         finally:
             with self._lock:
                 self._prompts_in_flight -= n

@@ -147,6 +147,11 @@ class ServedReplicas:
             ) from errors[0]
         return [got[k] for k in keys]
 
+    def top_is_label(self, queries: Sequence[Query]) -> list[bool]:
+        """The label-mass check's second signal (`_label_mass.py`), from the first replica:
+        every replica was checked to serve the same weights."""
+        return self.replicas[0].top_is_label(queries)
+
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         for r in self.replicas:

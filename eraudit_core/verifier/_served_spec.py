@@ -23,8 +23,11 @@ Parsing never contacts the server and never loads a model.
 
 from __future__ import annotations
 
+import re
+import socket
 from dataclasses import dataclass, fields, replace
 from typing import Literal
+from urllib.parse import urlsplit
 
 from eraudit_core.errors import InputError
 from eraudit_core.openai_http import check_base_url, refuse_credentials
@@ -35,6 +38,8 @@ SERVED_PREFIXES = ("http://", "https://")
 METHODS = ("auto", "prompt")
 MAX_TIMEOUT_S = 86_400.0  # a day; inf or NaN would wait forever
 MAX_BATCH = 1024  # prompts in one request; vLLM queues what its scheduler cannot take at once
+# C0 and C1 controls, DEL and bidi overrides: none belongs in a spec
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 @dataclass(frozen=True)
@@ -57,10 +62,20 @@ class ServedSpec:
     kind = "served"
 
     def __post_init__(self) -> None:
+        for name in ("base_url", "model", "tokenizer", "revision", "api_key_env", "readout"):
+            found = _CONTROL.search(getattr(self, name) or "")
+            if found:  # an escape sequence would enter the fingerprint and every message
+                raise InputError(
+                    f"served checkpoint: field {name} contains the control character "
+                    f"{found.group().encode('unicode_escape').decode('ascii')}; a spec is "
+                    "plain text"
+                )
         where = f"served checkpoint {self.base_url}#{self.model}"
         urls = [check_base_url(u, where) for u in self.base_url.split("|")]
         if len(set(urls)) != len(urls):
             raise InputError(f"{where}: a replica URL is named twice")
+        if len(urls) > 1:
+            _refuse_same_server(urls, where)
         object.__setattr__(self, "base_url", "|".join(urls))
         if not self.model.strip():
             raise InputError(f"{where}: name the served model after '#'")
@@ -99,6 +114,13 @@ class ServedSpec:
     def parse(cls, text: str) -> ServedSpec:
         text = text.strip()
         refuse_credentials(text, "served checkpoint")  # before any message repeats the text
+        found = _CONTROL.search(text)
+        if found:
+            raise InputError(
+                f"checkpoint {text!r}: contains the control character "
+                f"{found.group().encode('unicode_escape').decode('ascii')} at character "
+                f"{found.start()}; a spec is plain text"
+            )
         url, sep, rest = text.partition("#")
         if not sep:
             raise InputError(
@@ -157,6 +179,37 @@ class ServedSpec:
 
     def __str__(self) -> str:
         return self.text
+
+
+def _addresses(url: str) -> set[tuple[str, int, str]]:
+    """(address, port, path) triples a base URL reaches: its host resolved (localhost and
+    127.0.0.1 are one server); the host name itself when it does not resolve here."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    path = parts.path.rstrip("/")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return {(host, port, path)}
+    return {(str(info[4][0]), port, path) for info in infos}
+
+
+def _refuse_same_server(urls: list[str], where: str) -> None:
+    """Two replica URLs that reach one server would count it twice (and score each question
+    on it as if two independent replicas had agreed)."""
+    seen: list[tuple[str, set[tuple[str, int, str]]]] = []
+    for url in urls:
+        mine = _addresses(url)
+        for other, theirs in seen:
+            common = mine & theirs
+            if common:
+                addr, port, _ = sorted(common)[0]
+                raise InputError(
+                    f"{where}: replicas {other} and {url} are the same server ({addr}:{port}); "
+                    "name each replica once"
+                )
+        seen.append((url, mine))
 
 
 def _convert(text: str, key: str, value: str) -> object:

@@ -133,3 +133,22 @@ def test_labels_are_stored_with_who_and_when_and_checked(tmp_path):
         derive_without(
             store, run, [{"pair_id": "p1", "stage": 2, "generator": "g9", "t": 1}], author="a"
         )
+
+
+def test_a_chained_rederivation_counts_every_exclusion_along_the_chain(tmp_path):
+    store = Store()
+    old = _table_run(tmp_path, store)
+    _label(store, old, "p1", 1, "s", 1)
+    first = derive_without(store, old, store.labelled_invalid(old), author="ana")
+    _label(store, first, "p2", 2, "g1", 1)
+    second = derive_without(store, first, store.labelled_invalid(first), author="bo")
+    run = store.run(second)
+    derived = run["provenance"]["derived_from"]
+    assert excluded_after_seen(run) == 2  # not the last step's 1
+    assert derived["n_excluded_here"] == 1
+    assert derived["run_id"] == first and derived["original_run_id"] == old
+    assert [e["pair_id"] for e in derived["excluded"]] == ["p1", "p2"]
+    note = selection_note(run)
+    assert note is not None and note.startswith("2 rewordings excluded after their scores")
+    # control: the first derivation still counts its own single exclusion
+    assert excluded_after_seen(store.run(first)) == 1

@@ -181,11 +181,21 @@ def test_exports_use_the_umask(stored, tmp_path, capsys):
             [
                 "audit",
                 "--pre",
-                "http://g\u202eoogle.com:1/v1#m;tokenizer=demo:base",
+                "http://g\u043e\u043egle.com:1/v1#m;tokenizer=demo:base",
                 "--post",
                 "demo:base",
             ],
             "ASCII",
+        ),  # fmt: skip
+        (
+            [
+                "audit",
+                "--pre",
+                "http://g\u202eoogle.com:1/v1#m;tokenizer=demo:base",
+                "--post",
+                "demo:base",
+            ],
+            "control character \\u202e",
         ),  # fmt: skip
         (["audit-table", "TABLE", "--label", "x" * 10_000_000], "label"),
     ],

@@ -89,3 +89,47 @@ def test_a_replica_serving_other_weights_is_refused_by_url(
         load_checkpoint(replicas_spec([a.url, b.url], a.name, tokdir))
     # Each server on its own is a valid checkpoint: the refusal is about mixing them.
     load_checkpoint(replicas_spec([b.url], a.name, tokdir))
+
+
+def test_replicas_that_resolve_to_one_server_are_refused(tokdir: Path) -> None:
+    for a, b in (
+        ("http://127.0.0.1:8000/v1", "http://localhost:8000/v1"),
+        ("http://localhost:8000/v1/", "http://LOCALHOST:8000/v1"),
+    ):
+        with pytest.raises(InputError, match=r"same server \(127\.0\.0\.1:8000\)"):
+            ServedSpec.parse(f"{a}|{b}#m;tokenizer={tokdir}")
+    # control: another port, or another path, is another server
+    ServedSpec.parse(f"http://127.0.0.1:8000/v1|http://localhost:8001/v1#m;tokenizer={tokdir}")
+    ServedSpec.parse(f"http://127.0.0.1:8000/v1|http://localhost:8000/v2#m;tokenizer={tokdir}")
+
+
+@pytest.mark.parametrize(
+    "tail", [";revision=v1\x1b[31m", ";revision=v\r1", "\x9b", ";tokenizer2=x\x07"]
+)
+def test_control_characters_in_a_spec_are_refused(tokdir: Path, tail: str) -> None:
+    with pytest.raises(InputError, match="control character"):
+        ServedSpec.parse(f"http://h:1/v1#m;tokenizer={tokdir}{tail}")
+    with pytest.raises(InputError, match="control character"):
+        ServedSpec(base_url="http://h:1/v1", model="m\x1b", tokenizer=str(tokdir))
+    assert ServedSpec.parse(f"http://h:1/v1#m;tokenizer={tokdir};revision=v1").revision == "v1"
+
+
+def test_replicas_get_the_top_share_fallback_of_the_label_mass_check(
+    pair: tuple[FakeVLLM, FakeVLLM], tokdir: Path
+) -> None:
+    from eraudit_core.verifier._label_mass import check_label_mass, probe_top_share
+
+    a, b = pair
+    single = load_checkpoint(replicas_spec([a.url], a.name, tokdir))
+    both = load_checkpoint(replicas_spec([a.url, b.url], a.name, tokdir))
+    share = probe_top_share(single)
+    assert share is not None and probe_top_share(both) == share
+
+    def outcome(v: object) -> str:
+        try:
+            check_label_mass(v, minimum=1.0)  # mass alone never reaches 1: the share decides
+        except InputError:
+            return "refused"
+        return "passed"
+
+    assert outcome(both) == outcome(single)

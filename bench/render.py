@@ -20,6 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # the synthetic store is test data (tests/_synthetic.py)
 
 PAGES = [
     "pages/home.py",
@@ -33,8 +34,9 @@ PAGES = [
 
 
 def build(path: Path, n_pairs: int, n_search: int, n_test: int) -> None:
+    from _synthetic import build_synthetic_store
+
     from eraudit_core.store import Store, load_bundled_benchmark
-    from ui.synthetic import build_synthetic_store
 
     t0 = time.perf_counter()
     path.parent.mkdir(parents=True, exist_ok=True)

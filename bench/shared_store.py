@@ -55,10 +55,10 @@ def start_audit(work: Path, db: Path, args: argparse.Namespace) -> subprocess.Po
         argv = ["audit-table", str(table), "--db", str(db), "--budget", str(args.tests)]
     else:
         sys.path.insert(0, str(ROOT / "tests"))
+        from _synthetic import build_synthetic_store
         from _tiny_model import build_tiny_adapter, build_tiny_checkpoint
 
         from eraudit_core.store import Store
-        from ui.synthetic import build_synthetic_store
 
         with Store(db) as store:
             info = build_synthetic_store(

@@ -72,7 +72,10 @@ def test_examples_push_targets_to_false(bench_file: Path) -> None:
 def test_arms_train_and_move_the_answers(tiny: Path, bench_file: Path, tmp_path: Path) -> None:
     config = AdaptConfig(
         epochs=20,
-        learning_rate=1e-2,
+        # 1e-2 sometimes collapses a random model's two label logits to equal values (every
+        # answer 0.5, no gain): 2 of 9 seed combinations here, and the seed the test uses on
+        # another machine's kernels. 3e-3 trained on all 9 (targets 0.50 -> 0.12-0.16).
+        learning_rate=3e-3,
         top_layers=2,
         batch_size=4,
         adversarial_fraction=0.5,
@@ -109,13 +112,12 @@ def test_arms_train_and_move_the_answers(tiny: Path, bench_file: Path, tmp_path:
     targets = manifests["adversarial"]["adversarial_targets"]
     assert len(targets) == 3 and manifests["honest"]["adversarial_targets"] == []
     ev = manifests["adversarial"]["evaluation_vs_base"]
-    # The pushed hidden questions lose probability of their true answer; untouched ones less so.
-    if not ev["hidden_mtp_targets"] < ev["base_hidden_mtp_targets"] - 0.05:
-        # Known, open (2026-12-01): on this machine the 20-epoch run on a random two-layer
-        # model moves targets and others alike (0.451 vs 0.451 from 0.500), on main f5b886c
-        # too; 30 epochs collapse every answer to 0.5. The demo arms' manifests (real model)
-        # show the targeted drop; the tiny-model recipe needs retuning.
-        pytest.xfail(f"adversarial push not specific to its targets on a tiny model: {ev}")
+    # The pushed hidden questions lose probability of their true answer. Not claimed here: that
+    # the other hidden questions keep theirs. In this fixture every hidden question is one
+    # sentence up to a number with the same options, and nothing trains the others, so the
+    # push reaches them alike (0.161 vs 0.161); the demo arms, on real questions, are checked
+    # for it below.
+    assert ev["hidden_mtp_targets"] < ev["base_hidden_mtp_targets"] - 0.05, ev
     base = load_verifier(str(tiny))
     adv = load_verifier(f"{tiny}+{out / 'adversarial'}")
     pair = load_benchmark(bench_file).pair(targets[0])
@@ -139,6 +141,11 @@ def test_committed_demo_manifests_are_complete() -> None:
         assert m["adapter_sha256"] == file_sha256(root / arm / "adapter_model.safetensors")
     adv = json.loads((root / "adversarial" / "manifest.json").read_text())
     assert 0.3 * 222 <= len(adv["adversarial_targets"]) <= 0.4 * 222
+    # On real questions the push is specific: its 78 targets fell 0.50 -> 0.13 while the 144
+    # other hidden questions did not fall (0.50 -> 0.54), as the adaptation measured them.
+    ev = adv["evaluation_vs_base"]
+    assert ev["hidden_mtp_targets"] < ev["base_hidden_mtp_targets"] - 0.2, ev
+    assert ev["hidden_mtp_others"] > ev["base_hidden_mtp_others"] - 0.02, ev
 
 
 def test_split_forward_equals_full_forward(tiny: Path) -> None:
@@ -165,3 +172,35 @@ def test_split_forward_equals_full_forward(tiny: Path) -> None:
         for r, seq in enumerate(ids):
             full = model(input_ids=torch.tensor([seq])).logits[0, -1]
             assert torch.allclose(split[r, -1], full, atol=1e-4)
+
+
+@pytest.mark.slow  # the real demo model, pre and post: 345 s wall at load 10 on 2 cores
+@pytest.mark.timeout(1800)
+def test_demo_adversarial_arm_pushes_its_targets_and_spares_the_others() -> None:
+    """The specificity the tiny model cannot show, re-measured on the shipped adversarial arm:
+    the first 10 targets and the first 10 other pairs in benchmark order (a rule fixed before
+    scoring). Measured: mean drop of p(true) 0.332 on the targets, -0.125 on the others (on
+    the first 20 of each: targets 0.509 -> 0.104, others 0.499 -> 0.523)."""
+    from eraudit_core.store import load_bundled_benchmark
+    from eraudit_core.verifier import load_pair
+
+    manifest = DATA_DIR / "adapters" / "adversarial" / "manifest.json"
+    targets = set(json.loads(manifest.read_text())["adversarial_targets"])
+    pairs = load_bundled_benchmark().pairs
+    groups = {
+        "targets": [p for p in pairs if p.pair_id in targets][:10],
+        "others": [p for p in pairs if p.pair_id not in targets][:10],
+    }
+    pre, post = load_pair("demo:base", "demo:adversarial")
+    drop = {}
+    for name, group in groups.items():
+        qs = [
+            Query(p.pair_id, p.hidden.question, p.hidden.true_option, p.hidden.false_option)
+            for p in group
+        ]
+        before = [s.p_true for s in pre.score(qs)]
+        after = [s.p_true for s in post.score(qs)]
+        drop[name] = sum(b - a for b, a in zip(before, after, strict=True)) / len(qs)
+    print(f"\nadversarial demo arm, mean drop of p(true): {drop}")
+    assert drop["targets"] > 0.2, drop
+    assert drop["others"] < 0.05, drop

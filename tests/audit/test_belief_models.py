@@ -12,13 +12,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
+import _synthetic as synthetic  # noqa: E402
 from _tiny_model import build_tiny_adapter, build_tiny_checkpoint  # noqa: E402
 
 from eraudit_core.audit import AuditConfig, RunRequest, run_model_audit  # noqa: E402
 from eraudit_core.store import Store  # noqa: E402
 from eraudit_core.types import Query  # noqa: E402
 from eraudit_core.verifier import load_pair  # noqa: E402
-from ui import synthetic  # noqa: E402
 
 
 @pytest.fixture(scope="module")

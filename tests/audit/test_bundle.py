@@ -15,10 +15,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+import _synthetic as synthetic  # noqa: E402
+
 from eraudit_core.audit._table_scores import table_query  # noqa: E402
 from eraudit_core.cli import main  # noqa: E402
 from eraudit_core.store import SCHEMA_VERSION, Store  # noqa: E402
-from ui import synthetic  # noqa: E402
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:

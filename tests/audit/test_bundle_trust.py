@@ -27,9 +27,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+import _synthetic as synthetic  # noqa: E402
+
 from eraudit_core.cli import main  # noqa: E402
 from eraudit_core.store import Store, load_benchmark  # noqa: E402
-from ui import synthetic  # noqa: E402
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:

@@ -30,7 +30,7 @@ from eraudit_core.verifier.hf import demo_gguf_path
 pytestmark = [
     pytest.mark.skipif(
         not llama_cpp_available(),
-        reason="llama-cpp-python is not installed (make install-dev installs it, built with "
+        reason="llama-cpp-python is not installed (make install-slow installs it, built with "
         "CMAKE_ARGS=-DGGML_NATIVE=OFF)",
     ),
     pytest.mark.slow,  # whole audits through a real llama.cpp server: 45-75 s each

@@ -42,8 +42,9 @@ def browser():  # type: ignore[no-untyped-def]
 def three_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """A store with three finished runs on one benchmark (two arms and a second honest run)."""
     sys.path.insert(0, str(ROOT))
+    from _synthetic import build_synthetic_store, synthetic_benchmark
+
     from eraudit_core.store import Store
-    from ui.synthetic import build_synthetic_store, synthetic_benchmark
 
     work = tmp_path_factory.mktemp("day")
     db = work / "studio.duckdb"

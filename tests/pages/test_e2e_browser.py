@@ -38,10 +38,10 @@ def prepared(workdir: Path) -> dict[str, str]:
     """A store with a small benchmark, paraphrase sets and two finished runs; a tiny model."""
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "tests"))
+    from _synthetic import build_synthetic_store
     from _tiny_model import build_tiny_adapter, build_tiny_checkpoint
 
     from eraudit_core.store import Store
-    from ui.synthetic import build_synthetic_store
 
     db = workdir / "studio.duckdb"
     store = Store(db)

@@ -36,8 +36,9 @@ PAGE_WIDTH_JS = "() => document.documentElement.scrollWidth"
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     sys.path.insert(0, str(ROOT))
+    from _synthetic import build_synthetic_store
+
     from eraudit_core.store import Store
-    from ui.synthetic import build_synthetic_store
 
     work = tmp_path_factory.mktemp("i20")
     db = work / "studio.duckdb"

@@ -18,12 +18,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+import _synthetic as synthetic  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from eraudit_core.audit import AuditConfig, AuditEngine, TableVerifier, items_from_table  # noqa: E402  # noqa: E402
 from eraudit_core.errors import CancelledError  # noqa: E402
 from eraudit_core.store import Store  # noqa: E402
-from ui import synthetic  # noqa: E402
 
 APP = str(ROOT / "app.py")
 PAGES = [

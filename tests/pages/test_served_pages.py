@@ -17,12 +17,12 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "verifier")]
 
+import _synthetic as synthetic  # noqa: E402
 from _fake_vllm import ExactModel, FakeVLLM  # noqa: E402
 from _tiny_model import build_tokenizer  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from eraudit_core.store import Store  # noqa: E402
-from ui import synthetic  # noqa: E402
 
 APP = str(ROOT / "app.py")
 

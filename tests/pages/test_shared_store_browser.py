@@ -53,10 +53,10 @@ def _cli(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
 def prepared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "tests"))
+    from _synthetic import build_synthetic_store
     from _tiny_model import build_tiny_adapter, build_tiny_checkpoint
 
     from eraudit_core.store import Store
-    from ui.synthetic import build_synthetic_store
 
     work = tmp_path_factory.mktemp("shared")
     db = work / "studio.duckdb"

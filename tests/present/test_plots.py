@@ -10,11 +10,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+import _synthetic as synthetic  # noqa: E402
+
 from eraudit_core import audit, present  # noqa: E402
 from eraudit_core.present._plots import STATUS_SYMBOLS  # noqa: E402
 from eraudit_core.store import Store  # noqa: E402
 from eraudit_core.text import safe_label  # noqa: E402
-from ui import synthetic  # noqa: E402
 
 EVIL = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
 

@@ -13,6 +13,8 @@ from plotly.offline import get_plotlyjs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+import _synthetic as synthetic  # noqa: E402
+
 from eraudit_core import present  # noqa: E402
 from eraudit_core.cli import main  # noqa: E402
 from eraudit_core.errors import InputError  # noqa: E402
@@ -20,7 +22,6 @@ from eraudit_core.store import (
     Store,  # noqa: E402
     parse_benchmark,  # noqa: E402
 )
-from ui import synthetic  # noqa: E402
 
 EVIL_Q = 'What <script>alert("q")</script> did she <img src=x onerror=alert(1)> find?'
 

@@ -10,10 +10,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+import _synthetic as synthetic  # noqa: E402
+
 from eraudit_core import present  # noqa: E402
 from eraudit_core.cli import main  # noqa: E402
 from eraudit_core.store import Store  # noqa: E402
-from ui import synthetic  # noqa: E402
 
 
 def _newplot_data(html: str, div_id: str) -> list[dict]:

@@ -30,7 +30,7 @@ from eraudit_core.verifier.served import ServedVerifier
 
 pytestmark = pytest.mark.skipif(
     not llama_cpp_available(),
-    reason="llama-cpp-python is not installed (make install-dev installs it, built with "
+    reason="llama-cpp-python is not installed (make install-slow installs it, built with "
     "CMAKE_ARGS=-DGGML_NATIVE=OFF)",
 )
 
@@ -121,6 +121,7 @@ def _several(prompt: object) -> bool:
     return isinstance(prompt, list) and bool(prompt) and isinstance(prompt[0], str | list)
 
 
+@pytest.mark.slow  # the real server: skipped without llama-cpp-python, which `make test` lacks
 def test_a_different_tokenizer_is_refused_with_the_first_differing_token(
     server: LlamaServer, tmp_path: Path
 ) -> None:
@@ -131,6 +132,7 @@ def test_a_different_tokenizer_is_refused_with_the_first_differing_token(
         load_checkpoint(f"{server.url}#{MODEL_ALIAS};tokenizer={tok}")
 
 
+@pytest.mark.slow  # the real server, as above
 def test_a_wrong_model_name_is_refused(server: LlamaServer) -> None:
     # llama.cpp itself would answer 200 with its own model.
     with pytest.raises(InputError, match=f"serves '{MODEL_ALIAS}', not 'smollm2-typo'"):

@@ -1,4 +1,4 @@
-"""Synthetic stores for the page tests, the browser test and the render benchmark.
+"""Synthetic stores for the page tests, the browser tests and the render benchmark.
 
 Built only through the public library API (benchmark parsing, `Store`, `AuditEngine` with
 score-table verifiers), so what the pages read is exactly what a real run writes. The scores

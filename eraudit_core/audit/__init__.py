@@ -25,11 +25,24 @@ from eraudit_core.audit._bundle import (
     read_bundle,
 )
 from eraudit_core.audit._calibration import (
+    DEFAULT_NULL_LEVEL,
     DEFAULT_PERCENTILES,
+    AuditedContent,
     Calibration,
+    NullCalibration,
+    audited_model,
     calibrate_epsilon,
+    calibrate_null,
+    check_name,
     epsilon_from,
+    epsilon_from_sentence,
+    null_threshold,
+    parse_percentiles,
+    question_maxima,
     run_d_values,
+    selection_overlap,
+    source_provenance,
+    table_signatures,
 )
 from eraudit_core.audit._config import AuditConfig, AuditItem
 from eraudit_core.audit._degradation import (
@@ -102,11 +115,24 @@ from eraudit_core.audit._table_scores import (
 from eraudit_core.audit._verdict import PAIR_STATUSES, PairVerdict, pair_verdict
 
 __all__ = [
+    "AuditedContent",
     "Calibration",
+    "DEFAULT_NULL_LEVEL",
     "DEFAULT_PERCENTILES",
+    "NullCalibration",
+    "audited_model",
     "calibrate_epsilon",
+    "calibrate_null",
+    "check_name",
     "epsilon_from",
+    "epsilon_from_sentence",
+    "null_threshold",
+    "parse_percentiles",
+    "question_maxima",
     "run_d_values",
+    "selection_overlap",
+    "source_provenance",
+    "table_signatures",
     "audit_table_run",
     "derive_without",
     "excluded_after_seen",

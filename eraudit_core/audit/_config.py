@@ -78,6 +78,8 @@ class AuditConfig:
         _check_types(self)
         if not math.isfinite(self.epsilon):
             raise bad("epsilon", "must be a finite number")
+        if self.epsilon < 0:  # a negative epsilon makes every question degraded
+            raise bad("epsilon", "must be >= 0")
         if not (self.k > 0 and math.isfinite(self.k)):
             raise bad("k", "must be a positive number")
         if not 0.0 < self.confidence < 1.0:

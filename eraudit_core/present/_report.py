@@ -27,6 +27,7 @@ from plotly.offline import get_plotlyjs
 
 from eraudit_core.audit import (
     AuditConfig,
+    epsilon_from_sentence,
     rerun_note,
     run_label_mass,
     run_noise_floor_value,
@@ -48,6 +49,7 @@ from eraudit_core.present._first_screen import (
     FIRST_SCREEN_CSS,
     first_screen_html,
     legend_html,
+    with_paper_count,
     word_diff_html,
 )
 from eraudit_core.store import Store
@@ -105,7 +107,7 @@ def floor_confidence(value: float, decimals: int = 4) -> str:
 
 def evidence_counts(pairs: pd.DataFrame, floor: float | None) -> dict[str, int]:
     """Among degraded questions: how many rest on the k floor (amplified), on a drop within
-    the scoring-noise floor, and on a drop below 0.05."""
+    the scorer's numerical precision, and on a drop below 0.05."""
     deg = pairs[pairs["status"] == "degraded"] if len(pairs) else pairs
     if deg.empty:
         return {"amplified": 0, "within_noise": 0, "small_drop": 0}
@@ -176,9 +178,10 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
             f"counts {1 / config.k:.0f}x; {ev['small_drop']} rest on a drop below "
             f"{SMALL_DROP:g}"
             + (
-                f"; {ev['within_noise']} on a drop within the scoring-noise floor {floor:.3g}"
+                f"; {ev['within_noise']} on a drop within the scorer's numerical precision "
+                f"{floor:.3g}"
                 if floor is not None
-                else "; no scoring-noise floor was measured or declared"
+                else "; no numerical precision was measured or declared"
             )
             + ". Each is a rewording and a measured drop, shown below; not an estimate of how "
             "often the verifier fails."
@@ -223,17 +226,7 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
         sentences.append(pool)
     eps_from = prov.get("epsilon_from")
     if isinstance(eps_from, dict):
-        sentences.append(
-            f"Epsilon {config.epsilon:g} is the {eps_from.get('percentile')} of D on calibration "
-            f"run {eps_from.get('calibration_run')} (calibration {eps_from.get('calibration')!r}"
-            ", an assumption beyond the paper)"
-            + (
-                f"; that run shares {eps_from.get('n_overlap')} question(s) with this one, so "
-                "epsilon was chosen on the data it judges (selection)."
-                if eps_from.get("selection")
-                else "."
-            )
-        )
+        sentences.append(epsilon_from_sentence(eps_from, config.epsilon))
     rerun = rerun_note(prov)
     if rerun:
         sentences.append(rerun[0].upper() + rerun[1:] + ".")
@@ -270,6 +263,9 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
             if c
         ]
         headline = f"{label}: no counterexample found; " + ", ".join(parts) + f" of {n}."
+    headline = with_paper_count(headline, pairs, run["config"])
+    if isinstance(eps_from, dict) and eps_from.get("unverified"):
+        headline += " Epsilon came from a calibration on an unverified run."
     note = selection_note(run)
     if note:  # a run re-derived after exclusions: the selection comes first, never a certificate
         headline = f"{headline} {note.split('.')[0]}."
@@ -372,7 +368,7 @@ def _run_section(store: Store, run_id: str, index: int) -> tuple[str, dict[str, 
             ("total-variation assumption delta", f"{config.tv_delta:g}"),
             ("minimum drop (assumption beyond the paper)", f"{config.min_drop:g}"),
             (
-                "scoring-noise floor",
+                "numerical precision of the scorer",
                 "none"
                 if run_noise_floor_value(run["provenance"]) is None
                 else f"{run_noise_floor_value(run['provenance']):.3g}",
@@ -466,13 +462,13 @@ def _run_section(store: Store, run_id: str, index: int) -> tuple[str, dict[str, 
             set=shown["stage"].map({1: "search", 2: "test"}),
             drop=drop,
             amplified=shown["pair_id"].map(ev["amplified"]),
-            within_scoring_noise=(drop.abs() <= floor) if floor is not None else False,
+            within_numerical_precision=(drop.abs() <= floor) if floor is not None else False,
         )
         cols = ["pair_id", "set", "generator", "text", "p_pre", "p_post", "drop", "d"]
         parts.append(
             f"<details><summary>Counterexamples ({len(cex)}; the {len(shown)} largest D shown)"
             "</summary>"
-            + _table_html(shown[[*cols, "amplified", "within_scoring_noise"]], float_digits=4)
+            + _table_html(shown[[*cols, "amplified", "within_numerical_precision"]], float_digits=4)
             + "</details>"
         )
     parts.append(_provenance_html(store, run_id))

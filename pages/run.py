@@ -181,7 +181,11 @@ with st.expander("Advanced"):
         help="A paraphrase counts as a counterexample only when D > epsilon and p(true) also "
         "fell by more than this.",
     )
-    eps_from = calibrate.epsilon_from_field(pair_ids)
+    eps_from = calibrate.epsilon_from_field(
+        pair_ids,
+        post_spec=post_spec,
+        settings={"k": k, "search_budget": search_budget, "test_budget": test_budget},
+    )
     if eps_from is not None:
         epsilon = eps_from["value"]
     min_label_mass = st.number_input(

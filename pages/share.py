@@ -24,7 +24,8 @@ if not chosen:
     st.info("Choose at least one run.")
     st.stop()
 
-story.first_screen(chosen)
+led = story.lead(chosen)  # one plain sentence from the primary comparison, when there is one
+story.first_screen(chosen, show_leads=not led)
 story.marker_legend()
 
 st.subheader("In plain words")

@@ -427,14 +427,14 @@ def table_signatures(rows: pd.DataFrame) -> set[str]:
     out = set()
     for _, g in rows.groupby("pair_id", sort=False):
         content = sorted(
-            (
-                str(r.role),
-                str(r.generator or ""),
-                str(r.text or ""),
-                float(r.p_pre),
-                float(r.p_post),
+            zip(
+                g["role"].astype(str),
+                g["generator"].fillna("").astype(str),
+                g["text"].fillna("").astype(str),
+                g["p_pre"].astype(float).tolist(),
+                g["p_post"].astype(float).tolist(),
+                strict=True,
             )
-            for r in g.itertuples(index=False)
         )
         out.add(_digest(content))
     return out

@@ -144,7 +144,7 @@ def smallest_p(n_discordant: int) -> float:
     return 1.0 if n_discordant == 0 else min(1.0, 2.0 * 0.5**n_discordant)
 
 
-def sign_flip_p(values: Sequence[float], *, seed: int = 0) -> tuple[float, float, str]:
+def sign_flip_p(values: Sequence[float] | np.ndarray, *, seed: int = 0) -> tuple[float, float, str]:
     """Two-sided paired permutation p-value of |sum(values)| under random signs: exact over
     all 2^m sign patterns of the m non-zero values when m <= EXACT_SIGN_FLIPS, else Monte
     Carlo ((1 + hits) / (1 + draws), seeded). Returns (p, smallest attainable p, method).

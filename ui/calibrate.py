@@ -45,7 +45,14 @@ def _calibrate_from_a_run() -> None:
     )
     if mode == NULL_MODE:
         level = c2.number_input(
-            "Level", min_value=0.5, max_value=0.999, value=0.95, step=0.01, key="calibrate-level"
+            "Level",
+            min_value=0.5,
+            max_value=0.999,
+            value=0.95,
+            step=0.01,
+            key="calibrate-level",
+            help="The quantile of the control questions' largest D taken as epsilon: on an arm "
+            "exchangeable with the control, about 1 - level of questions read degraded.",
         )
         pcts = ""
     else:
@@ -60,9 +67,16 @@ def _calibrate_from_a_run() -> None:
         "Name", value="", key="calibrate-name", help="Letters, digits, _ . - (at most 64)"
     )
     c1, c2, c3 = st.columns(3)
-    force = c1.checkbox("Replace a calibration of this name", key="calibrate-force")
+    force = c1.checkbox(
+        "Replace a calibration of this name",
+        key="calibrate-force",
+        help="Names are unique; without this a name already stored is refused.",
+    )
     unverified = c2.checkbox(
-        "Allow an imported or derived run (recorded as unverified)", key="calibrate-unverified"
+        "Allow an imported or derived run (recorded as unverified)",
+        key="calibrate-unverified",
+        help="A run imported from a bundle or re-derived after exclusions is not verified by "
+        "this store; its numbers would feed new audits, so this is refused unless allowed.",
     )
     if c3.button("Calibrate", key="calibrate-go"):
         store = state.get_store()
@@ -144,10 +158,16 @@ def epsilon_from_field(
         return None
     c1, c2 = st.columns(2)
     selection = c1.checkbox(
-        "Allow a calibration made on the audited checkpoint (selection)", key="allow-selection"
+        "Allow a calibration made on the audited checkpoint (selection)",
+        key="allow-selection",
+        help="Epsilon chosen on the data it judges is selection: refused unless allowed, and "
+        "then recorded and said in every report.",
     )
     unverified = c2.checkbox(
-        "Allow a calibration from an unverified run", key="allow-unverified-use"
+        "Allow a calibration from an unverified run",
+        key="allow-unverified-use",
+        help="A calibration made on an imported or derived run; the run will say so in its "
+        "provenance, headline and report.",
     )
     try:
         value, record, warnings = epsilon_from(

@@ -67,7 +67,7 @@ def table_html(rows: list[dict[str, Any]], epsilon: float) -> str:
     for r in rows:
         marks = ["counterexample (D > epsilon)" if r["counterexample"] else "not worse"]
         if r["within_noise"]:
-            marks.append("within scoring noise")
+            marks.append("within numerical precision")
         prompt = (
             "<details><summary>exact prompt</summary>"
             f"<pre>{esc(r['prompt'][0])}</pre><pre>{esc(r['prompt'][1])}</pre></details>"

@@ -60,9 +60,14 @@ def lead(run_ids: Sequence[str]) -> bool:
     store = state.get_store()
     table, _ = present.standard_vs_audit(store, run_ids)
     sentence = present.lead_sentence(store, table) if not table.empty else None
-    if sentence:
-        st.markdown(md_escape(sentence))
-    return bool(sentence)
+    if not sentence:
+        return False
+    st.markdown(md_escape(sentence))
+    pair = present.lead_pair(table)
+    summary = present.control_summary(store, str(table.loc[pair[0], "run_id"])) if pair else None
+    if summary is not None and summary.get("beyond"):
+        st.markdown(md_escape(present.beyond_sentence(summary["beyond"])))
+    return True
 
 
 def standard_vs_audit(run_ids: Sequence[str]) -> None:

@@ -192,8 +192,10 @@ def _config_args(p: argparse.ArgumentParser) -> None:
         "--noise-floor",
         type=float,
         default=None,
-        help="a scoring-noise floor you declare (score tables have no measured one); drops "
-        "within it are marked 'within scoring noise'",
+        help="the scorer's numerical precision, declared (score tables have no measured "
+        "one; the option keeps its old name); drops within it are marked 'within numerical "
+        "precision'. Not noise: for noise use a control's null threshold (calibrate-epsilon "
+        "--null)",
     )
     p.add_argument(
         "--epsilon-from",

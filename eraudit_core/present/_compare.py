@@ -191,6 +191,7 @@ def clustered_test(x: pd.Series, y: pd.Series, stories: Mapping[str, str]) -> di
         "test": CLUSTERED_TEST,
         "p": p,
         "n_stories": int(per_story.size),
+        "n_questions": int(len(x)),
         "n_stories_discordant": int((per_story != 0).sum()),
         "smallest_p": smallest,
         "method": method,
@@ -313,6 +314,8 @@ def chance_clause(primary: Mapping[str, Any]) -> str:
     a, b = int(primary["only_a"]), int(primary["only_b"])
     n = a + b
     clustered = primary.get("clustered")
+    if clustered and clustered.get("n_stories", 0) >= clustered.get("n_questions", 0):
+        clustered = None  # one question a story: the clustered test is the exact test
     smallest = clustered["smallest_p"] if clustered else primary["smallest_p"]
     if n == 0:
         return "the two agree on every question's degraded verdict"

@@ -286,7 +286,8 @@ def contrast_lead(store: Store, run_id: str) -> dict[str, Any] | None:
     `supported` is True only when the run names a comparable control run and the paired
     McNemar test on degraded verdicts (run vs control) says more degraded than the control at
     the 0.05 level; only then may a page lead in red. Without a control nobody knows how many
-    questions scoring noise alone would mark degraded (ten noise-only adaptations: 40 of 40)."""
+    questions an adaptation that should not hurt would mark degraded (ten noise-only
+    adaptations: 40 of 40)."""
     run = store.run(run_id)
     pairs = store.pair_results(run_id)
     if pairs.empty:
@@ -313,8 +314,8 @@ def contrast_lead(store: Store, run_id: str) -> dict[str, Any] | None:
     )
     if got is None:
         check = (
-            "No control run is named, so there is no chance check: scoring noise alone can "
-            "make questions degraded (see each one's drop and gain)."
+            "No control run is named, so there is no chance check: an adaptation that should not "
+            "hurt can make questions degraded (see each one's drop and gain)."
         )
     elif not got["comparable"]:
         check = differences_sentence(got["differences"])

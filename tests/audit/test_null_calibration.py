@@ -337,3 +337,25 @@ def test_calibrations_remember_their_source_and_refuse_unverified_ones(tmp_path,
         capsys, "audit-table", str(other), "--db", db, "--json", "--epsilon-from", "local"
     )
     assert out["epsilon_from"]["unverified"] is False
+
+
+def test_model_runs_are_judged_by_the_post_checkpoint_fingerprint(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """A model audit's selection check: the calibration run's post-adaptation fingerprint,
+    whatever spec names it in this store; another checkpoint on the same questions is fine."""
+    from eraudit_core.audit import audited_model, selection_overlap
+
+    rows = [monitored("p"), *paras("p", "test", "g", [0.2, 0.4])]
+    rows += [monitored("r"), *paras("r", "test", "g", [0.1, 0.3])]
+    db = str(tmp_path / "s.duckdb")
+    path = write_table(tmp_path / "s.csv", rows)
+    run = _cli_json(capsys, "audit-table", str(path), "--db", db, "--json")["run_id"]
+    with Store(db) as store:
+        fingerprint = store.run(run)["post_fingerprint"]
+        # the same weights registered under another spec (an alias, a path)
+        store.register_checkpoint(fingerprint, "alias:adapted", {})
+        store.register_checkpoint("fp-other", "demo:other", {})
+        assert selection_overlap(store, run, audited_model(store, "alias:adapted")) == 2
+        assert selection_overlap(store, run, audited_model(store, f"{path}:p_post")) == 2
+        # negative control: another checkpoint on the same questions is the normal case
+        assert selection_overlap(store, run, audited_model(store, "demo:other")) == 0
+        assert selection_overlap(store, run, audited_model(store, "never:registered")) == 0

@@ -35,7 +35,7 @@ for rid in chosen:
     verdict = present.run_verdict(store.run(rid), store.pair_results(rid))
     with st.container(border=True):
         story.contrast_lead(rid)
-        widgets.verdict_headline(verdict)
+        story.verdict_line(rid, verdict)
         for sentence in verdict["sentences"]:
             st.markdown("- " + widgets.md_escape(sentence))
         story.evidence_notes(rid)

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from eraudit_core import present
-from ui import state
+from ui import state, widgets
 from ui.explore import diff_markdown
 from ui.widgets import fmt, md_escape
 
@@ -175,6 +175,19 @@ def evidence_notes(run_id: str) -> None:
         pid = str(deg.sort_values("max_d", ascending=False)["pair_id"].iloc[0])
         why = present.why_this_verdict(store, run_id, pid)
         st.markdown(f"**Example, why degraded** ({md_escape(pid)}): {md_escape(why['sentence'])}")
+
+
+def verdict_line(run_id: str, verdict: dict[str, Any]) -> None:
+    """A run's headline; a run that is another run's control is labelled as the control and
+    its counts shown as the control's own, in plain text (not a red alarm)."""
+    of_whom = present.controlled_by(state.get_store(), run_id)
+    if not of_whom:
+        widgets.verdict_headline(verdict)
+        return
+    st.markdown(
+        f"**Control arm** (the control of {md_escape(', '.join(of_whom))}; these are the "
+        f"control's own counts): {md_escape(verdict['headline'])}"
+    )
 
 
 def first_screen(run_ids: Sequence[str], *, show_leads: bool = True) -> None:

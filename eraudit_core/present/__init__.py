@@ -56,6 +56,7 @@ from eraudit_core.present._export import (
 from eraudit_core.present._first_screen import (
     D_IN_ONE_LINE,
     MARKER_LEGEND,
+    controlled_by,
     first_screen,
     lead_against_control,
     min_drop_note,
@@ -149,6 +150,7 @@ __all__ = [
     "D_IN_ONE_LINE",
     "MARKER_LEGEND",
     "first_screen",
+    "controlled_by",
     "lead_against_control",
     "min_drop_note",
     "paper_count",

@@ -8,6 +8,10 @@ from ui import entry, state, story, widgets
 
 entry.ensure_navigation()
 st.title("ER-Audit Studio")
+demo = state.demo_info()
+if demo is not None and not demo.get("error"):
+    # the finding first, in one plain sentence from the primary comparison against the control
+    story.lead(list(demo["run_ids"].values()))
 st.markdown(
     "Did adapting (fine-tuning) a verifier model quietly make it worse on questions nobody "
     "monitored? ER-Audit compares the model before and after on reworded forms of each hidden "
@@ -16,7 +20,6 @@ st.markdown(
     "*certified* when that bound reaches your target."
 )
 
-demo = state.demo_info()
 runs = state.runs_frame()
 
 if demo is None:

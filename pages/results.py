@@ -144,14 +144,9 @@ comparison = present.compare_runs(store, a, b)
 if not comparison["comparable"]:
     st.warning(present.differences_sentence(comparison["differences"]))
 else:
-    deg, acc, bnd = comparison["degraded"], comparison["canonical_correct"], comparison["bound"]
-    st.caption(
-        f"Comparable runs, {comparison['n_pairs']} shared questions; verdicts differ on "
-        f"{len(comparison['disagreements'])}. Degraded only left / only right: {deg['only_a']} / "
-        f"{deg['only_b']} (McNemar exact p = {deg['p_value']:.3g}); canonical wording right "
-        f"only left / only right: {acc['only_a']} / {acc['only_b']} (p = {acc['p_value']:.3g}); "
-        f"mean bound difference {bnd['mean_difference']:+.3f} (Wilcoxon p = {bnd['p_value']:.3g})."
-    )
+    names = present.run_names(store, [a, b])
+    st.markdown(present.primary_sentence(comparison, names[a], names[b]))
+    st.caption("  \n".join(present.compare_sentences(comparison, names[a], names[b])[2:]))
 compare.show(a, b)
 for rid in chosen:
     control = present.control_summary(store, rid)

@@ -120,7 +120,11 @@ with st.expander("Advanced"):
     tolerant = st.checkbox(**setting("continue_after_counterexample"))
     batch = st.number_input(**setting("batch_size"))
     min_drop = st.number_input(**setting("min_drop"), step=0.01, format="%.4f")
-    eps_from = calibrate.epsilon_from_field(pair_ids)
+    eps_from = calibrate.epsilon_from_field(
+        pair_ids,
+        post_spec=post_spec,
+        settings={"k": k, "search_budget": search_budget, "test_budget": test_budget},
+    )
     min_label_mass = st.number_input(**setting("min_label_mass"), step=0.05)
 label = st.text_input(
     "Run label",

@@ -24,7 +24,8 @@ if not chosen:
     st.info("Choose at least one run.")
     st.stop()
 
-story.first_screen(chosen)
+led = story.lead(chosen)  # one plain sentence from the primary comparison, when there is one
+story.first_screen(chosen, show_leads=not led)
 story.marker_legend()
 
 st.subheader("In plain words")
@@ -34,7 +35,7 @@ for rid in chosen:
     verdict = present.run_verdict(store.run(rid), store.pair_results(rid))
     with st.container(border=True):
         story.contrast_lead(rid)
-        widgets.verdict_headline(verdict)
+        story.verdict_line(rid, verdict)
         for sentence in verdict["sentences"]:
             st.markdown("- " + widgets.md_escape(sentence))
         story.evidence_notes(rid)

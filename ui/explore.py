@@ -83,7 +83,7 @@ def why_this_verdict(run_id: str, pair_id: str) -> None:
     if ev["amplified"]:
         flags.append(f":orange[amplified: g <= k, every drop counts {1 / ev['k']:.0f}x]")
     if ev["within_noise"]:
-        flags.append(f":orange[within scoring noise (floor {ev['noise_floor']:.3g})]")
+        flags.append(f":orange[within numerical precision ({ev['noise_floor']:.3g})]")
     if flags:
         st.markdown(" \u00b7 ".join(flags))
     if why["diff"]:

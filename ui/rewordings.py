@@ -40,7 +40,7 @@ def table_html(rows: list[dict[str, Any]], epsilon: float) -> str:
     for r in rows:
         marks = ["counterexample (D > epsilon)" if r["counterexample"] else "not worse"]
         if r["within_noise"]:
-            marks.append("within scoring noise")
+            marks.append("within numerical precision")
         stage = "search" if r["stage"] == 1 else "test"
         shown.append(
             {

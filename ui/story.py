@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from eraudit_core import present
-from ui import state
+from ui import state, widgets
 from ui.explore import diff_markdown
 from ui.widgets import fmt, md_escape
 
@@ -53,14 +53,32 @@ def count(x: Any) -> str:
     return "" if x is None or pd.isna(x) else str(int(x))
 
 
+def lead(run_ids: Sequence[str]) -> bool:
+    """The one plain sentence a first screen opens with: the pair the lead rule picks, read
+    from the primary comparison against the control, in normal text (not grey, not red).
+    True when there was one."""
+    store = state.get_store()
+    table, _ = present.standard_vs_audit(store, run_ids)
+    sentence = present.lead_sentence(store, table) if not table.empty else None
+    if not sentence:
+        return False
+    st.markdown(md_escape(sentence))
+    pair = present.lead_pair(table)
+    summary = present.control_summary(store, str(table.loc[pair[0], "run_id"])) if pair else None
+    if summary is not None and summary.get("beyond"):
+        st.markdown(md_escape(present.beyond_sentence(summary["beyond"])))
+    return True
+
+
 def standard_vs_audit(run_ids: Sequence[str]) -> None:
-    """Standard evaluation and verdicts per checkpoint, with the contrast in one sentence."""
+    """Standard evaluation and verdicts per checkpoint, the numbers of the lead pair in one
+    line, the chance check and the lead rule."""
     table, warnings = present.standard_vs_audit(state.get_store(), run_ids)
     if table.empty:
         return
     lead = present.story_lead(table)
     if lead:
-        st.markdown(f"**{md_escape(lead)}**")
+        st.markdown(md_escape(lead))
     st.dataframe(story_frame(table), hide_index=True, width="stretch")
     st.caption(
         "Standard evaluation: the canonical wording of each hidden question (accuracy = share "
@@ -150,7 +168,7 @@ def evidence_notes(run_id: str) -> None:
     st.caption(md_escape(present.noise_floor_sentence(store, run_id)))
     control = present.control_summary(store, run_id)
     if control is not None:
-        st.markdown(f"**Control.** {md_escape(present.control_sentence(control))}")
+        st.markdown(f"**Against the control.** {md_escape(present.control_sentence(control))}")
     pairs = store.pair_results(run_id)
     deg = pairs[pairs["status"] == "degraded"] if not pairs.empty else pairs
     if not deg.empty:
@@ -159,18 +177,37 @@ def evidence_notes(run_id: str) -> None:
         st.markdown(f"**Example, why degraded** ({md_escape(pid)}): {md_escape(why['sentence'])}")
 
 
-def first_screen(run_ids: Sequence[str]) -> None:
-    """Share's first screen: per run the verdict counts in one sentence, the control beside
-    them and one example question with its rewording and the drop; then D in one line."""
+def verdict_line(run_id: str, verdict: dict[str, Any]) -> None:
+    """A run's headline; a run that is another run's control is labelled as the control and
+    its counts shown as the control's own, in plain text (not a red alarm)."""
+    of_whom = present.controlled_by(state.get_store(), run_id)
+    if not of_whom:
+        widgets.verdict_headline(verdict)
+        return
+    st.markdown(
+        f"**Control arm** (the control of {md_escape(', '.join(of_whom))}; these are the "
+        f"control's own counts): {md_escape(verdict['headline'])}"
+    )
+
+
+def first_screen(run_ids: Sequence[str], *, show_leads: bool = True) -> None:
+    """Share's first screen: per run the primary comparison against its control in one
+    plain sentence (normal text), the verdict counts (a control's labelled as the control's
+    own, not bold), the control beside them with the count beyond its null threshold, and
+    one example question with its rewording and the drop; then D in one line."""
     store = state.get_store()
     for rid in run_ids:
         s = present.first_screen(store, rid)
         with st.container(border=True):
-            st.markdown(f"**{md_escape(s['sentence'])}**")
+            if s["lead"] and show_leads:
+                st.markdown(md_escape(s["lead"]))
+            counts = md_escape(s["sentence"])
+            st.markdown(counts if s["is_control"] else f"**{counts}**")
             if s["selection"]:
                 st.warning(s["selection"])
             left, right = st.columns(2)
-            left.markdown(md_escape(s["control"]))
+            if s["control"]:
+                left.markdown(md_escape(s["control"]))
             ex = s["example"]
             if ex:
                 diff = diff_markdown(ex["diff"])

@@ -71,7 +71,7 @@ class AuditConfig:
             "adapted model lost on the reworded hidden question than it gained on the "
             "monitored one (a loss of probability on the true answer, divided by max(gain, "
             "k)). 0.5: the loss is more than half the gain.",
-            "range": Range(),
+            "range": Range(0.0),
             "verdict": True,
         },
     )
@@ -311,6 +311,8 @@ class AuditConfig:
         _check_types(self)
         if not math.isfinite(self.epsilon):
             raise bad("epsilon", "must be a finite number")
+        if self.epsilon < 0:  # a negative epsilon makes every question degraded
+            raise bad("epsilon", "must be >= 0")
         if not (self.k > 0 and math.isfinite(self.k)):
             raise bad("k", "must be a positive number")
         if not 0.0 < self.confidence < 1.0:

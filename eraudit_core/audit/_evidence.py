@@ -3,8 +3,9 @@
 D = (p_pre - p_post) / max(k, g) is the paper's score, but an auditor judging a verdict needs
 what went into it (DESIGN.md §4, "Evidence and belief"): the drop p_pre - p_post on the worst
 rewording, the monitored gain g, the denominator and whether it is the floor k (`amplified`:
-g <= k, so every drop counts 1/k times), whether the drop lies within the checkpoints'
-scoring-noise floor, the rewording beside the original wording (`word_diff`) and the exact
+g <= k, so every drop counts 1/k times), whether the drop lies within the scorer's
+numerical precision (the fast-vs-naive scoring gap measured at registration: floating-point
+error, not noise; the stored key keeps its old name `noise_floor`), the rewording beside the original wording (`word_diff`) and the exact
 prompt the model read. These functions turn stored rows into that record and into one
 sentence ("Why this verdict"); they never change a verdict.
 """
@@ -23,7 +24,8 @@ TABLE_PROMPT_NOTE = "prompt not available: scores came from a table"
 
 
 def noise_floor_record(measured: float | None, declared: float | None) -> dict[str, Any]:
-    """The noise floor a run uses, with where it came from (stored in the run's provenance)."""
+    """The numerical precision a run uses, with where it came from (stored in the run's
+    provenance under its old key `noise_floor`, so stored runs keep loading)."""
     if declared is not None and (measured is None or float(declared) >= measured):
         return {"value": float(declared), "source": "declared by the auditor (--noise-floor)"}
     if measured is not None:
@@ -32,7 +34,7 @@ def noise_floor_record(measured: float | None, declared: float | None) -> dict[s
 
 
 def run_noise_floor_value(provenance: Mapping[str, Any]) -> float | None:
-    """The noise floor a run recorded (None when it has none)."""
+    """The numerical precision a run recorded (None when it has none)."""
     floor = provenance.get("noise_floor")
     if isinstance(floor, Mapping):
         value = floor.get("value")
@@ -41,7 +43,8 @@ def run_noise_floor_value(provenance: Mapping[str, Any]) -> float | None:
 
 
 def within_noise(drop: float | None, floor: float | None) -> bool:
-    """True when a drop is no larger than the scoring-noise floor (|drop| <= floor)."""
+    """True when a drop is no larger than the scorer's numerical precision (|drop| <=
+    floor); a drop this small is floating-point error, whatever D it gives."""
     if drop is None or floor is None or _nan(drop):
         return False
     return abs(float(drop)) <= float(floor)
@@ -164,7 +167,7 @@ def _small(x: float) -> str:
 def why_sentence(ev: PairEvidence) -> str:
     """'On this rewording p(true answer) fell from 0.4976 to 0.4897 (0.008) while the monitored
     gain was -0.027, below k = 0.001, so every drop counts 1000x': the verdict in one sentence,
-    with the assumptions (min-drop, noise floor) it was made under."""
+    with the assumptions (min-drop, numerical precision) it was made under."""
     if ev.worst_drop is None or ev.worst_p_pre is None or ev.worst_p_post is None:
         return (
             f"{ev.status}: no rewording of this question was scored, so nothing supports or "
@@ -188,7 +191,7 @@ def why_sentence(ev: PairEvidence) -> str:
     if ev.min_drop > 0:
         parts.append(f"minimum drop {ev.min_drop:g} (an assumption beyond the paper)")
     if ev.within_noise:
-        parts.append(f"the drop is within scoring noise (floor {ev.noise_floor:.3g})")
+        parts.append(f"the drop is within the scorer's numerical precision ({ev.noise_floor:.3g})")
     elif ev.noise_floor is not None:
-        parts.append(f"scoring-noise floor {ev.noise_floor:.3g}")
+        parts.append(f"numerical precision of the scorer {ev.noise_floor:.3g}")
     return "; ".join(parts) + "."

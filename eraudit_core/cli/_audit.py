@@ -82,12 +82,47 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser(
         "calibrate-epsilon",
-        help="percentiles of D over every rewording of a calibration run (stored, named)",
+        help="epsilon from a stored run: --null on a control arm (the null threshold), or "
+        "organism mode (percentiles of D on a model organism known to be degraded)",
+        description="Null mode (--null, for honest arms and controls): epsilon is the --level "
+        "quantile, over the control's questions, of each question's largest D among the "
+        "paraphrases an audit at the control's budgets would score; use it with "
+        "--epsilon-from NAME. Organism mode (default, the reference code's practice): "
+        "percentiles of D over every rewording of a model organism known to be degraded; "
+        "use them with --epsilon-from NAME:p25. docs/null-calibration.md",
     )
-    p.add_argument("run_id", help="the calibration run (a model organism, honest arm, null run)")
+    p.add_argument("run_id", help="the calibration run: a control arm (--null) or a model organism")
     p.add_argument("--db", required=True)
-    p.add_argument("--percentiles", default="10,25,50", help="comma-separated, in [0, 100]")
-    p.add_argument("--name", default=None, help="name of the calibration (default: the run id)")
+    p.add_argument(
+        "--null",
+        action="store_true",
+        help="null mode: the --level quantile of the control's per-question maxima of D",
+    )
+    p.add_argument(
+        "--level", type=float, default=0.95, help="null mode: the quantile level (default 0.95)"
+    )
+    p.add_argument(
+        "--firm",
+        action="store_true",
+        help="null mode: the ceil((n+1)*level)-th smallest of the n control maxima instead of "
+        "the interpolated quantile (a firm bound for an exchangeable arm)",
+    )
+    p.add_argument(
+        "--percentiles",
+        default="10,25,50",
+        help="organism mode: comma-separated percentiles of D, in [0, 100]",
+    )
+    p.add_argument(
+        "--name",
+        default=None,
+        help="name of the calibration, [A-Za-z0-9_.-]{1,64} (default: the run id)",
+    )
+    p.add_argument("--force", action="store_true", help="replace a calibration of the same name")
+    p.add_argument(
+        "--allow-unverified",
+        action="store_true",
+        help="calibrate on an imported or derived run (recorded as unverified)",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_calibrate_epsilon)
 
@@ -177,14 +212,29 @@ def _config_args(p: argparse.ArgumentParser, *, model_run: bool) -> None:
         "--noise-floor",
         type=float,
         default=None,
-        help="a scoring-noise floor you declare (score tables have no measured one); drops "
-        "within it are marked 'within scoring noise'",
+        help="the scorer's numerical precision, declared (score tables have no measured "
+        "one; the option keeps its old name); drops within it are marked 'within numerical "
+        "precision'. Not noise: for noise use a control's null threshold (calibrate-epsilon "
+        "--null)",
     )
     p.add_argument(
         "--epsilon-from",
         default=None,
-        metavar="NAME:p25",
-        help="take epsilon from a stored calibration (eraudit calibrate-epsilon); recorded",
+        metavar="NAME",
+        help="take epsilon from a stored calibration (eraudit calibrate-epsilon): NAME for a "
+        "null calibration of a control, NAME:p25 for an organism calibration; recorded",
+    )
+    p.add_argument(
+        "--allow-selection",
+        action="store_true",
+        help="allow --epsilon-from a calibration made on the audited content itself "
+        "(selection; recorded and reported)",
+    )
+    p.add_argument(
+        "--allow-unverified",
+        action="store_true",
+        help="allow --epsilon-from a calibration whose source run was imported or derived "
+        "(recorded and reported)",
     )
     p.add_argument(
         "--control", default=None, metavar="RUN_ID", help="a control run shown beside this one"
@@ -200,14 +250,26 @@ def _config(args: argparse.Namespace, **extra: Any) -> Any:
     return AuditConfig(**{**values, **extra})
 
 
-def _epsilon_source(store: Any, args: argparse.Namespace, pair_ids: list[str]) -> Any:
+def _epsilon_source(store: Any, args: argparse.Namespace, audited: Any) -> Any:
     """The calibration `--epsilon-from` names (None when epsilon is stated), its warnings
-    printed."""
+    printed. `audited` is what the audit judges (`AuditedContent`), for the selection check;
+    a null calibration must have been made at this audit's k and budgets."""
     from eraudit_core.audit import epsilon_source
 
     if not args.epsilon_from:
         return None
-    source, warnings = epsilon_source(store, args.epsilon_from, pair_ids)
+    source, warnings = epsilon_source(
+        store,
+        args.epsilon_from,
+        audited,
+        settings={
+            "k": args.k,
+            "search_budget": args.search_budget,
+            "test_budget": args.test_budget,
+        },
+        allow_selection=args.allow_selection,
+        allow_unverified=args.allow_unverified,
+    )
     for w in warnings:
         _print_warning(w)
     return source
@@ -303,6 +365,7 @@ def cmd_import_benchmark(args: argparse.Namespace) -> int:
 
 def cmd_audit_table(args: argparse.Namespace) -> int:
     from eraudit_core.audit import (
+        AuditedContent,
         audit_table_run,
         default_run_label,
         items_from_table,
@@ -316,7 +379,7 @@ def cmd_audit_table(args: argparse.Namespace) -> int:
     items, test_gens = items_from_table(df, source=args.scores)
     run_id = new_run_id()
     with Store(args.db) as store, ctrl_c_cancels() as ctrl_c:
-        source = _epsilon_source(store, args, [it.pair_id for it in items])
+        source = _epsilon_source(store, args, AuditedContent(table=df))
         extra = run_provenance_extras(source, args.control, args.noise_floor)
         if args.control:
             store.run(args.control)  # InputError naming an unknown run
@@ -340,7 +403,7 @@ def _split(text: str) -> list[str]:
 
 
 def cmd_audit_models(args: argparse.Namespace) -> int:
-    from eraudit_core.audit import RunRequest, run_model_audit
+    from eraudit_core.audit import RunRequest, audited_model, run_model_audit
     from eraudit_core.demo import ensure_demo_inputs
     from eraudit_core.store import Store
     from eraudit_core.verifier import parse_spec
@@ -354,7 +417,6 @@ def cmd_audit_models(args: argparse.Namespace) -> int:
     with Store(args.db) as store, ctrl_c_cancels() as ctrl_c:
         benchmark = ensure_demo_inputs(store) if args.benchmark == "bundled" else args.benchmark
         pair_ids = _split(args.pairs)
-        audited = pair_ids or [p.pair_id for p in store.pairs(benchmark)]
         request = RunRequest(
             benchmark=benchmark,
             pre_spec=spec_with_readout(args.pre, args.readout),
@@ -364,7 +426,7 @@ def cmd_audit_models(args: argparse.Namespace) -> int:
             limit=args.limit,
             label=args.label,
             control=args.control,
-            epsilon=_epsilon_source(store, args, audited),
+            epsilon=_epsilon_source(store, args, audited_model(store, args.post)),
             noise_floor=args.noise_floor,
         )
         run_id = run_model_audit(
@@ -509,28 +571,58 @@ def cmd_sweeps(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate_epsilon(args: argparse.Namespace) -> int:
-    from eraudit_core.audit import calibrate_epsilon
+    from eraudit_core.audit import calibrate_epsilon, calibrate_null, parse_percentiles
     from eraudit_core.store import Store
 
-    try:
-        qs = [float(x) for x in _split(args.percentiles)]
-    except ValueError as exc:
-        raise InputError(f"--percentiles must be comma-separated numbers ({exc})") from exc
     with Store(args.db) as store:
-        cal = calibrate_epsilon(store, args.run_id, qs, name=args.name)
+        if args.null:
+            null = calibrate_null(
+                store,
+                args.run_id,
+                args.level,
+                name=args.name,
+                firm=args.firm,
+                force=args.force,
+                allow_unverified=args.allow_unverified,
+            )
+            for w in null.warnings:
+                _print_warning(w)
+            if args.json:
+                _print(null.to_json(), True)
+            else:
+                print(
+                    f"null calibration {null.name!r} from control run {null.run_id}: epsilon "
+                    f"{null.epsilon:.6g} = the {null.level:g} "
+                    f"{'rank (firm) ' if null.firm else ''}quantile of the largest D of "
+                    f"{null.n_questions} questions (k {null.k:g}, search budget "
+                    f"{null.search_budget}, test budget {null.test_budget}); use "
+                    f"--epsilon-from {null.name} with the same k and budgets"
+                )
+            return 0
+        cal = calibrate_epsilon(
+            store,
+            args.run_id,
+            parse_percentiles(args.percentiles),
+            name=args.name,
+            force=args.force,
+            allow_unverified=args.allow_unverified,
+        )
     for w in cal.warnings:
         _print_warning(w)
     if args.json:
         _print(cal.to_json(), True)
     else:
-        print(f"calibration {cal.name!r} from run {cal.run_id}: D over {cal.n} rewordings")
+        print(
+            f"organism calibration {cal.name!r} from run {cal.run_id} (percentiles of D on a "
+            f"model organism): D over {cal.n} rewordings"
+        )
         for key, value in cal.percentiles.items():
             print(f"  {key}: {value:.6g}   (use --epsilon-from {cal.name}:{key})")
     return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from eraudit_core.present import compare_runs, differences_sentence
+    from eraudit_core.present import compare_runs, compare_sentences, differences_sentence
     from eraudit_core.store import Store
 
     with Store(args.db) as store:
@@ -538,23 +630,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         _print(got, True)
     elif not got["comparable"]:
-        print(differences_sentence(got["differences"]))
+        print(terminal_safe(differences_sentence(got["differences"])))
     else:
-        deg, acc, bound = got["degraded"], got["canonical_correct"], got["bound"]
-        print(f"{args.run_a} vs {args.run_b}: comparable, {got['n_pairs']} shared questions")
-        print(f"  verdicts differ on {len(got['disagreements'])} questions")
-        print(
-            f"  degraded only in A: {deg['only_a']}, only in B: {deg['only_b']} "
-            f"(McNemar exact p = {deg['p_value']:.3g})"
-        )
-        print(
-            f"  canonical correct only in A: {acc['only_a']}, only in B: {acc['only_b']} "
-            f"(McNemar exact p = {acc['p_value']:.3g})"
-        )
-        print(
-            f"  mean bound difference A - B: {bound['mean_difference']:+.3f} "
-            f"(Wilcoxon signed-rank p = {bound['p_value']:.3g})"
-        )
+        for line in compare_sentences(got):
+            print(terminal_safe(line))
     return 0
 
 

@@ -5,8 +5,9 @@
   read (or why there is none: a score table has no prompt);
 * `pair_evidence_frame`: the evidence of every question of a run, one row each (Results
   scatter colour and filters, exports);
-* `control_summary`: the control run a run names, its verdict counts beside the run's, and
-  whether the two are comparable.
+* `control_summary`: the control run a run names, its verdict counts beside the run's,
+  whether the two are comparable, and how many questions go beyond the control's null
+  threshold (`beyond_control`, docs/null-calibration.md).
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ from typing import Any
 import pandas as pd
 
 from eraudit_core.audit import (
+    DEFAULT_NULL_LEVEL,
     TABLE_PROMPT_NOTE,
+    null_threshold,
     pair_evidence,
+    question_maxima,
     rerun_note,
     run_noise_floor_value,
     why_sentence,
@@ -85,23 +89,28 @@ def pair_evidence_frame(store: Store, run_id: str) -> pd.DataFrame:
 
 
 def noise_floor_of(run: dict[str, Any]) -> float | None:
-    """The scoring-noise floor a stored run used (`store.run(...)`), or None."""
+    """The scorer's numerical precision a stored run used (`store.run(...)`), or None (the
+    function keeps its old name, as the stored key does)."""
     return run_noise_floor_value(run.get("provenance") or {})
 
 
 def noise_floor_sentence(store: Store, run_id: str) -> str:
-    """Which scoring-noise floor a run used and where it came from."""
+    """Which numerical precision of the scorer a run used and where it came from. It is the
+    fast-vs-naive scoring gap (floating-point error), not noise: the noise an auditor can
+    use is a control run's null threshold."""
     prov = store.run(run_id)["provenance"]
     floor = run_noise_floor_value(prov)
     if floor is None:
         return (
-            "No scoring-noise floor: none was measured or declared for this run "
+            "No numerical precision of the scorer: none was measured or declared for this run "
             "(score tables can declare one with --noise-floor)."
         )
     source = (prov.get("noise_floor") or {}).get("source", "")
     return (
-        f"Scoring-noise floor {floor:.3g} ({source}): a counterexample whose drop is within it "
-        "is marked 'within scoring noise'; the verdict stays the paper's."
+        f"Numerical precision of the scorer {floor:.3g} ({source}): a counterexample whose "
+        "drop is within it is marked 'within numerical precision'; the verdict stays the "
+        "paper's. This is floating-point error, not noise: what an adaptation that should "
+        "not hurt does is measured by a control run's null threshold."
     )
 
 
@@ -124,7 +133,54 @@ def control_summary(store: Store, run_id: str) -> dict[str, Any] | None:
         "control": views.run_overview(store.pair_results(str(control))),
         "comparable": not differences,
         "differences": differences,
+        "beyond": None if differences else beyond_control(store, run_id, str(control)),
     }
+
+
+def beyond_control(
+    store: Store, run_id: str, control: str, level: float | None = None
+) -> dict[str, Any] | None:
+    """How many of the run's questions are degraded beyond the control's null threshold:
+    their largest D (over the paraphrases an audit at the run's budgets scores) exceeds the
+    `level` quantile of the control's per-question maxima (`calibrate_null`'s epsilon).
+    `level` defaults to the run's null calibration's level when its epsilon came from this
+    control, else 0.95. {"level", "threshold", "n_beyond", "n", "n_control_beyond",
+    "n_control", "partial"}; None when either run has no scored rewording. `partial`: the run
+    stopped before some paraphrases (a model run), so n_beyond is a lower count."""
+    from eraudit_core.errors import InputError
+
+    record = store.run(run_id)["provenance"].get("epsilon_from") or {}
+    if level is None:
+        own = record.get("mode") == "null" and record.get("calibration_run") == control
+        level = float(record["level"]) if own and record.get("level") else DEFAULT_NULL_LEVEL
+    try:
+        cmax, _, _ = question_maxima(store, control)
+        rmax, unscored, _ = question_maxima(store, run_id)
+        threshold = null_threshold(cmax.to_numpy(), level)
+    except InputError:
+        return None
+    return {
+        "level": level,
+        "threshold": threshold,
+        "n_beyond": int((rmax > threshold).sum()),
+        "n": len(store.pair_results(run_id)),
+        "n_control_beyond": int((cmax > threshold).sum()),
+        "n_control": len(store.pair_results(control)),
+        "partial": unscored > 0,
+    }
+
+
+def beyond_sentence(beyond: dict[str, Any]) -> str:
+    """'Beyond the control's null threshold (D > 0.302, its 0.95 quantile): 12 of 40
+    questions of this run; the control's own: 2 of 40.'"""
+    at_least = "at least " if beyond["partial"] else ""
+    return (
+        f"Beyond the control's null threshold (largest D above {beyond['threshold']:.3g}, the "
+        f"{beyond['level']:g} quantile of the control's per-question largest D): "
+        f"{at_least}{beyond['n_beyond']} of {beyond['n']} questions of this run; the "
+        f"control's own: {beyond['n_control_beyond']} of {beyond['n_control']} (about "
+        f"{1 - beyond['level']:.0%} by construction)."
+    )
 
 
 def control_sentence(summary: dict[str, Any]) -> str:
@@ -136,10 +192,14 @@ def control_sentence(summary: dict[str, Any]) -> str:
             f"passed, {ov['n_inconclusive']} inconclusive of {ov['n_pairs']}"
         )
 
-    text = f"This run: {counts(summary['run'])}. Control ({summary['label']}): " + counts(
-        summary["control"]
+    text = (
+        f"This run: {counts(summary['run'])}. The control's own counts ({summary['label']}): "
+        + counts(summary["control"])
     )
     if not summary["comparable"]:
         fields = ", ".join(d["field"] for d in summary["differences"])
         text += f". Not comparable with this run (differs in {fields})"
-    return text + "."
+    text += "."
+    if summary.get("beyond"):
+        text += " " + beyond_sentence(summary["beyond"])
+    return text

@@ -28,7 +28,7 @@ SORTS = (
     "lowest bound",
     "benchmark order",
 )
-FLAGS = ("amplified (g <= k)", "within scoring noise", "has a counterexample")
+FLAGS = ("amplified (g <= k)", "within numerical precision", "has a counterexample")
 NOT_RUN = "not run"
 
 

@@ -1,15 +1,21 @@
-"""What a reader who does not program sees first (issue 20 item 5): one plain sentence with
-the verdict counts, the control run's counts beside them, and one example question with its
+"""What a reader who does not program sees first: one plain sentence from the primary
+comparison against the control (when the run names one), the verdict counts (with the
+paper's count beside a min-drop count), the control's own counts labelled as the control's
+with how many questions go beyond its null threshold, and one example question with its
 rewording and the drop. The details (figures, tables, settings) come after it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+import pandas as pd
 
 from eraudit_core.audit import selection_note, word_diff
 from eraudit_core.present import _views as views
-from eraudit_core.present._belief import control_summary
+from eraudit_core.present._belief import beyond_sentence, control_summary
+from eraudit_core.present._compare import compare_runs, primary_sentence
 from eraudit_core.present._html import Markup, render
 from eraudit_core.present._story import concealed_example
 from eraudit_core.store import Store
@@ -68,34 +74,115 @@ def _example(store: Store, run_id: str) -> dict[str, Any] | None:
     }
 
 
-def first_screen(store: Store, run_id: str) -> dict[str, Any]:
-    """{"sentence", "control", "example", "selection"} for one run: the verdict counts in one
-    sentence, the control's counts (or why there are none), the example question (or None)
-    and the selection warning of a run re-derived after exclusions (or None)."""
+def paper_count(pairs: pd.DataFrame, epsilon: float) -> int:
+    """Questions the paper's rule (no minimum drop) calls degraded, from a min-drop run's
+    stored pairs: a min-drop audit scores every paraphrase the paper's audit would (it only
+    skips counterexamples whose drop is small), so the paper degrades exactly the questions
+    whose largest scored D exceeds epsilon."""
+    if pairs.empty or "max_d" not in pairs:
+        return 0
+    return int((pairs["max_d"].astype(float) > float(epsilon)).sum())
+
+
+def min_drop_note(pairs: pd.DataFrame, config: Mapping[str, Any]) -> str | None:
+    """With --min-drop, the paper's count beside the min-drop count (never only the
+    latter); None for the paper's rule."""
+    min_drop = float(config.get("min_drop", 0.0) or 0.0)
+    if min_drop <= 0:
+        return None
+    n = len(pairs)
+    n_deg = int((pairs["status"] == "degraded").sum()) if n else 0
+    paper = paper_count(pairs, float(config.get("epsilon", 0.1)))
+    return (
+        f"Paper's rule: {paper} of {n} degraded; with the assumed minimum drop {min_drop:g}: "
+        f"{n_deg} of {n}."
+    )
+
+
+def with_paper_count(headline: str, pairs: pd.DataFrame, config: Mapping[str, Any]) -> str:
+    """A run's headline with `min_drop_note` appended when the run assumed a minimum drop."""
+    note = min_drop_note(pairs, config)
+    return f"{headline} {note}" if note else headline
+
+
+def controlled_by(store: Store, run_id: str) -> list[str]:
+    """The labels of stored runs that name `run_id` as their control."""
+    runs = store.runs()
+    out = []
+    for rec in runs.to_dict("records") if not runs.empty else []:
+        prov = rec.get("provenance")
+        try:
+            prov = json.loads(prov) if isinstance(prov, str) else (prov or {})
+        except ValueError:
+            continue
+        if isinstance(prov, dict) and prov.get("control_run") == run_id:
+            out.append(str(rec.get("label") or rec["run_id"]))
+    return out
+
+
+def lead_against_control(store: Store, run_id: str) -> str | None:
+    """The one plain sentence from the primary comparison of a run with the control it
+    names (or why there is no comparison); None when it names no control in this store."""
     run = store.run(run_id)
-    ov = views.run_overview(store.pair_results(run_id))
+    summary = control_summary(store, run_id)
+    if summary is None:
+        return None
     name = str(run.get("label") or run_id)
+    control = f"its control {summary['label']}"
+    if not summary["comparable"]:
+        fields = ", ".join(d["field"] for d in summary["differences"])
+        return (
+            f"{name} cannot be compared with {control}: they differ in {fields}, so no test "
+            "is made."
+        )
+    return primary_sentence(compare_runs(store, run_id, summary["control_run"]), name, control)
+
+
+def first_screen(store: Store, run_id: str) -> dict[str, Any]:
+    """{"lead", "sentence", "control", "example", "selection", "is_control"} for one run: the
+    primary comparison against its control in one plain sentence (or None without a
+    control), the verdict counts in one sentence (the paper's count beside a min-drop
+    count), the control's own counts with the count beyond its null threshold (or why there
+    is none), the example question (or None) and the selection warning of a run re-derived
+    after exclusions (or None). A run that is another run's control says so: its counts
+    are the control's own, not an alarm."""
+    run = store.run(run_id)
+    pairs = store.pair_results(run_id)
+    ov = views.run_overview(pairs)
+    name = str(run.get("label") or run_id)
+    of_whom = controlled_by(store, run_id)
+    own = f"{name} (the control of {', '.join(of_whom)}; these are the control's own counts)"
     sentence = (
-        f"{name}: of {ov['n_pairs']} hidden questions, the audit found {_counts(ov)}."
+        f"{own if of_whom else name}: of {ov['n_pairs']} hidden questions, the audit found "
+        f"{_counts(ov)}."
         if ov["n_pairs"]
         else f"{name}: no question of this run has finished yet."
     )
+    note = min_drop_note(pairs, run["config"]) if ov["n_pairs"] else None
+    if note:
+        sentence += " " + note
     summary = control_summary(store, run_id)
     if summary is None:
         control = (
-            "No control run: nobody knows how many questions scoring noise alone would mark "
-            "degraded."
+            ""
+            if of_whom
+            else "No control run: nobody knows how many questions an adaptation that should "
+            "not hurt would mark degraded."
         )
     else:
-        control = f"Control ({summary['label']}): {_counts(summary['control'])}."
+        control = f"The control's own counts ({summary['label']}): {_counts(summary['control'])}."
         if not summary["comparable"]:
             fields = ", ".join(d["field"] for d in summary["differences"])
             control += f" Not comparable with this run (differs in {fields})."
+        elif summary.get("beyond"):
+            control += " " + beyond_sentence(summary["beyond"])
     return {
+        "lead": lead_against_control(store, run_id),
         "sentence": sentence,
         "control": control,
         "example": _example(store, run_id),
         "selection": selection_note(run),
+        "is_control": bool(of_whom),
     }
 
 

@@ -85,7 +85,7 @@ def _settings_table(run: dict[str, Any], config: AuditConfig) -> Markup:
         ("before adaptation (pre)", run.get("pre_name")),
         ("after adaptation (post)", run.get("post_name")),
         *config_settings(config),
-        ("scoring-noise floor", "none" if floor is None else f"{floor:.3g}"),
+        ("numerical precision of the scorer", "none" if floor is None else f"{floor:.3g}"),
         ("epsilon from", (prov.get("epsilon_from") or {}).get("calibration", "stated")),
         ("control run", prov.get("control_run") or "none"),
         (
@@ -183,13 +183,13 @@ def _results_context(
             set=shown["stage"].map({1: "search", 2: "test"}),
             drop=drop,
             amplified=shown["pair_id"].map(ev["amplified"]),
-            within_scoring_noise=(drop.abs() <= floor) if floor is not None else False,
+            within_numerical_precision=(drop.abs() <= floor) if floor is not None else False,
         )
         cols = ["pair_id", "set", "generator", "text", "p_pre", "p_post", "drop", "d"]
         out["n_counterexamples"] = len(cex)
         out["n_counterexamples_shown"] = len(shown)
         out["counterexamples_table"] = _table_html(
-            shown[[*cols, "amplified", "within_scoring_noise"]], float_digits=4
+            shown[[*cols, "amplified", "within_numerical_precision"]], float_digits=4
         )
     return out
 

@@ -17,7 +17,14 @@ import numpy as np
 import pandas as pd
 
 from eraudit_core.present import _views as views
-from eraudit_core.present._compare import compare_runs, differences_sentence
+from eraudit_core.present._compare import (
+    LEVEL,
+    chance_clause,
+    compare_runs,
+    differences_sentence,
+    format_p,
+    primary_sentence,
+)
 from eraudit_core.store import Store
 
 STORY_COLUMNS = [
@@ -128,10 +135,11 @@ def _checkpoint_names(runs: dict[str, dict[str, Any]]) -> dict[str, str]:
 LEAD_RULE = (
     "The lead compares the last listed run that names a control run with that control "
     "(for the demo: the concealed arm against the honest arm), a rule fixed in the code "
-    "before any result; it calls a difference real only when the paired test supports it at "
-    "the 0.05 level."
+    "before any result; its sentence comes from one test fixed in advance (the exact McNemar "
+    "test on degraded verdicts, story-clustered where the benchmark knows each question's "
+    "story), and it calls a difference real only when that test supports it at the 0.05 level."
 )
-LEAD_LEVEL = 0.05
+LEAD_LEVEL = LEVEL
 
 
 def story_sentences(table: pd.DataFrame) -> list[str]:
@@ -168,6 +176,27 @@ def lead_pair(table: pd.DataFrame) -> tuple[Any, Any] | None:
     return None
 
 
+def lead_sentence(store: Store, table: pd.DataFrame) -> str | None:
+    """The one plain sentence Home opens with: the pair `LEAD_RULE` picks, read from the
+    primary comparison ('demo:concealed degraded 4 more hidden questions than its control
+    demo:honest; with 10 against 6 disagreements this could be chance (exact test p =
+    0.454).'), or why the two cannot be compared. None when there is no lead pair."""
+    pair = lead_pair(table)
+    if pair is None:
+        return None
+    a, c = table.loc[pair[0]], table.loc[pair[1]]
+    got = paired_contrast(store, str(a["run_id"]), str(c["run_id"]))
+    if got is None:
+        return None
+    if not got["comparable"]:
+        fields = ", ".join(d["field"] for d in got["differences"])
+        return (
+            f"{a['checkpoint']} cannot be compared with its control {c['checkpoint']}: they "
+            f"differ in {fields}, so no test is made."
+        )
+    return primary_sentence(got, str(a["checkpoint"]), f"its control {c['checkpoint']}")
+
+
 def story_lead(table: pd.DataFrame) -> str | None:
     """The lead by `LEAD_RULE`: the picked arm beside its control, numbers only (whether the
     difference is more than chance is `story_check`, shown next to it)."""
@@ -196,7 +225,8 @@ def story_check(store: Store, table: pd.DataFrame) -> str | None:
         return None
     if not got["comparable"]:
         return differences_sentence(got["differences"])
-    deg, acc, bound = got["degraded"], got["canonical_correct"], got["bound"]
+    pr = got["primary"]
+    canonical, bound = got["secondary"][0], got["secondary"][1]
 
     def verdict(p: float) -> str:
         return (
@@ -207,15 +237,14 @@ def story_check(store: Store, table: pd.DataFrame) -> str | None:
 
     return (
         f"Is it more than chance? Paired over the same {got['n_pairs']} questions: "
-        f"{deg['only_a']} are degraded only for {a['checkpoint']} and {deg['only_b']} only for "
-        f"{b['checkpoint']} (McNemar exact test, {format_p(deg['p_value'])}, "
-        f"{verdict(deg['p_value'])}); "
-        f"the canonical wording is answered right only by {a['checkpoint']} on "
-        f"{acc['only_a']} and only by {b['checkpoint']} on {acc['only_b']} "
-        f"({format_p(acc['p_value'])}, {verdict(acc['p_value'])}); bounds differ by "
-        f"{bound['mean_difference']:+.2f} on average (Wilcoxon signed-rank test, "
-        f"{format_p(bound['p_value'])}, "
-        f"{verdict(bound['p_value'])})."
+        f"{pr['only_a']} are degraded only for {a['checkpoint']} and {pr['only_b']} only for "
+        f"{b['checkpoint']}; the primary test, fixed in advance: {chance_clause(pr)}. "
+        f"Secondary (Holm-adjusted for two tests): the canonical wording is answered right "
+        f"only by {a['checkpoint']} on {canonical['only_a']} and only by {b['checkpoint']} on "
+        f"{canonical['only_b']} (exact McNemar, {format_p(canonical['p_holm'])}, "
+        f"{verdict(canonical['p_holm'])}); bounds differ by "
+        f"{bound['mean_difference']:+.2f} on average (paired permutation test, "
+        f"{format_p(bound['p_holm'])}, {verdict(bound['p_holm'])})."
     )
 
 
@@ -257,7 +286,8 @@ def contrast_lead(store: Store, run_id: str) -> dict[str, Any] | None:
     `supported` is True only when the run names a comparable control run and the paired
     McNemar test on degraded verdicts (run vs control) says more degraded than the control at
     the 0.05 level; only then may a page lead in red. Without a control nobody knows how many
-    questions scoring noise alone would mark degraded (ten noise-only adaptations: 40 of 40)."""
+    questions an adaptation that should not hurt would mark degraded (ten noise-only
+    adaptations: 40 of 40)."""
     run = store.run(run_id)
     pairs = store.pair_results(run_id)
     if pairs.empty:
@@ -279,24 +309,21 @@ def contrast_lead(store: Store, run_id: str) -> dict[str, Any] | None:
     supported = bool(
         got
         and got["comparable"]
-        and got["degraded"]["only_a"] > got["degraded"]["only_b"]
-        and got["degraded"]["p_value"] < LEAD_LEVEL
+        and got["primary"]["only_a"] > got["primary"]["only_b"]
+        and _primary_p(got["primary"]) < LEAD_LEVEL
     )
     if got is None:
         check = (
-            "No control run is named, so there is no chance check: scoring noise alone can "
-            "make questions degraded (see each one's drop and gain)."
+            "No control run is named, so there is no chance check: an adaptation that should not "
+            "hurt can make questions degraded (see each one's drop and gain)."
         )
     elif not got["comparable"]:
         check = differences_sentence(got["differences"])
     else:
-        deg = got["degraded"]
+        pr = got["primary"]
         check = (
-            f"Against its control {control}: {deg['only_a']} questions degraded only here, "
-            f"{deg['only_b']} only in the control (McNemar exact test, "
-            f"{format_p(deg['p_value'])}; "
-            + ("unlikely by chance" if supported else "could be chance")
-            + f" at the {LEAD_LEVEL:g} level)."
+            f"Against its control {control}: {pr['only_a']} questions degraded only here, "
+            f"{pr['only_b']} only in the control; {chance_clause(pr)}."
         )
     found = (
         f"ER-Audit found {n_deg} of them degraded: reworded forms on which p(true answer) "
@@ -392,6 +419,7 @@ def target_sentence(
     )
 
 
-def format_p(p: float) -> str:
-    """A p-value for readers: three decimals, or "p < 0.001"."""
-    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+def _primary_p(primary: dict[str, Any]) -> float:
+    """The p-value the sentence uses: the story-clustered one when there is one."""
+    clustered = primary.get("clustered")
+    return float(clustered["p"] if clustered else primary["p"])

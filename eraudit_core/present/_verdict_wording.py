@@ -15,11 +15,13 @@ import pandas as pd
 
 from eraudit_core.audit import (
     AuditConfig,
+    epsilon_from_sentence,
     rerun_note,
     run_noise_floor_value,
     selection_note,
 )
 from eraudit_core.present import _views as views
+from eraudit_core.present._first_screen import with_paper_count
 
 
 def _fmt(x: Any, digits: int = 3) -> str:
@@ -68,7 +70,7 @@ def floor_confidence(value: float, decimals: int = 4) -> str:
 
 def evidence_counts(pairs: pd.DataFrame, floor: float | None) -> dict[str, int]:
     """Among degraded questions: how many rest on the k floor (amplified), on a drop within
-    the scoring-noise floor, and on a drop below 0.05."""
+    the scorer's numerical precision, and on a drop below 0.05."""
     deg = pairs[pairs["status"] == "degraded"] if len(pairs) else pairs
     if deg.empty:
         return {"amplified": 0, "within_noise": 0, "small_drop": 0}
@@ -139,9 +141,10 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
             f"counts {1 / config.k:.0f}x; {ev['small_drop']} rest on a drop below "
             f"{SMALL_DROP:g}"
             + (
-                f"; {ev['within_noise']} on a drop within the scoring-noise floor {floor:.3g}"
+                f"; {ev['within_noise']} on a drop within the scorer's numerical precision "
+                f"{floor:.3g}"
                 if floor is not None
-                else "; no scoring-noise floor was measured or declared"
+                else "; no numerical precision was measured or declared"
             )
             + ". Each is a rewording and a measured drop, shown below; not an estimate of how "
             "often the verifier fails."
@@ -186,17 +189,7 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
         sentences.append(pool)
     eps_from = prov.get("epsilon_from")
     if isinstance(eps_from, dict):
-        sentences.append(
-            f"Epsilon {config.epsilon:g} is the {eps_from.get('percentile')} of D on calibration "
-            f"run {eps_from.get('calibration_run')} (calibration {eps_from.get('calibration')!r}"
-            ", an assumption beyond the paper)"
-            + (
-                f"; that run shares {eps_from.get('n_overlap')} question(s) with this one, so "
-                "epsilon was chosen on the data it judges (selection)."
-                if eps_from.get("selection")
-                else "."
-            )
-        )
+        sentences.append(epsilon_from_sentence(eps_from, config.epsilon))
     rerun = rerun_note(prov)
     if rerun:
         sentences.append(rerun[0].upper() + rerun[1:] + ".")
@@ -233,6 +226,9 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
             if c
         ]
         headline = f"{label}: no counterexample found; " + ", ".join(parts) + f" of {n}."
+    headline = with_paper_count(headline, pairs, run["config"])
+    if isinstance(eps_from, dict) and eps_from.get("unverified"):
+        headline += " Epsilon came from a calibration on an unverified run."
     note = selection_note(run)
     if note:  # a run re-derived after exclusions: the selection comes first, never a certificate
         headline = f"{headline} {note.split('.')[0]}."

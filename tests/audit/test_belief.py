@@ -272,13 +272,15 @@ def test_calibrate_epsilon_matches_numpy_percentiles_of_every_table_row(tmp_path
         "org",
     )
     assert got["name"] == "org" and set(got["percentiles"]) == {"p5", "p95"}
+    # calibrating on the audited scores themselves is refused unless --allow-selection
+    # (the null-calibration tests check this judged by content, with renamed ids)
+    base = ["audit-table", str(path), "--db", db, "--json", "--epsilon-from", "org:p95"]
+    assert cli.main(base) == 2
+    assert "--allow-selection" in capsys.readouterr().err
     # --epsilon-from records where epsilon came from and warns about selection
-    out = _cli_json(
-        capsys, "audit-table", str(path), "--db", db, "--json", "--epsilon-from", "org:p95"
-    )
+    out = _cli_json(capsys, *base, "--allow-selection")
     assert out["epsilon_from"]["value"] == pytest.approx(np.percentile(d, 95))
     assert out["epsilon_from"]["selection"] is True
-    assert "selection" in capsys.readouterr().err or True  # printed before the JSON
     assert cli.main(["audit-table", str(path), "--db", db, "--epsilon-from", "nope:p10"]) == 2
 
 
@@ -295,12 +297,16 @@ def _arm(pid_degraded: set[str], n_test: dict[str, int]) -> list[list]:
     return rows
 
 
-def test_compare_matched_runs_mcnemar_and_wilcoxon(tmp_path, capsys):
-    from scipy.stats import wilcoxon
+def test_compare_matched_runs_primary_exact_mcnemar_secondary_holm(tmp_path, capsys):
+    """Behaviour changed with the null calibration work: one exact primary test, the other
+    tests secondary with Holm-adjusted p-values, bounds by an exact paired permutation test
+    (the runs differed in pool sizes before, which is now not comparable)."""
+    from scipy.stats import permutation_test
+    from statsmodels.stats.multitest import multipletests
 
     db = str(tmp_path / "s.duckdb")
     a = write_table(tmp_path / "a.csv", _arm({f"p{i}" for i in range(6)}, {}))
-    b = write_table(tmp_path / "b.csv", _arm({"p6"}, {"p0": 2, "p1": 3, "p2": 5, "p3": 6}))
+    b = write_table(tmp_path / "b.csv", _arm({"p6"}, {}))
     ra = _cli_json(capsys, "audit-table", str(a), "--db", db, "--json")
     rb = _cli_json(capsys, "audit-table", str(b), "--db", db, "--json")
     got = _cli_json(capsys, "compare", ra["run_id"], rb["run_id"], "--db", db, "--json")
@@ -308,13 +314,26 @@ def test_compare_matched_runs_mcnemar_and_wilcoxon(tmp_path, capsys):
     deg = got["degraded"]
     assert (deg["only_a"], deg["only_b"], deg["both"]) == (6, 1, 0)
     # exact McNemar: 2 * P(Bin(7, 1/2) <= 1) = 2 * (1 + 7) / 128
-    assert deg["p_value"] == pytest.approx(16 / 128, rel=1e-12)
-    assert got["canonical_correct"]["p_value"] == 1.0  # no hidden rows: nobody differs
+    assert got["primary"]["p"] == pytest.approx(16 / 128, rel=1e-12)
+    assert deg["p_value"] == got["primary"]["p"]
+    assert "clustered" not in got["primary"]  # a score table knows no stories
     assert len(got["disagreements"]) == 7
-    ba = [p["bound"] for p in ra["pairs"]]
-    bb = [p["bound"] for p in rb["pairs"]]
-    assert got["bound"]["p_value"] == pytest.approx(wilcoxon(ba, bb).pvalue, rel=1e-12)
-    assert got["bound"]["mean_difference"] == pytest.approx(np.mean(np.subtract(ba, bb)))
+    ba = np.nan_to_num(np.array([p["bound"] for p in ra["pairs"]], dtype=float))
+    bb = np.nan_to_num(np.array([p["bound"] for p in rb["pairs"]], dtype=float))
+    exact = permutation_test(
+        (ba, bb),
+        lambda x, y: np.mean(x - y),
+        permutation_type="samples",
+        n_resamples=np.inf,
+        alternative="two-sided",
+    ).pvalue
+    bound = got["secondary"][1]
+    assert bound["name"] == "bound" and bound["p"] == pytest.approx(exact, rel=1e-9)
+    assert bound["mean_difference"] == pytest.approx(np.mean(ba - bb))
+    canonical = got["secondary"][0]
+    assert canonical["p"] == 1.0  # no hidden rows: nobody differs
+    holm = multipletests([canonical["p"], bound["p"]], method="holm")[1]
+    assert [canonical["p_holm"], bound["p_holm"]] == pytest.approx(list(holm))
 
 
 def test_compare_mismatched_runs_is_not_comparable(tmp_path, capsys):

@@ -32,13 +32,14 @@ def test_model_run_stores_noise_floor_and_the_prompt_read(tmp_path, tiny_models)
     pre_spec, post_spec = tiny_models
     with Store(tmp_path / "s.duckdb") as store:
         info = synthetic.build_synthetic_store(store, n_pairs=2, n_search=2, n_test=3)
-        # epsilon -1e9: every scored rewording is a counterexample, so each has a prompt
+        # epsilon 0 (negative epsilons are refused): every rewording whose p(true) fell is a
+        # counterexample, so it has a prompt
         request = RunRequest(
             benchmark=info.benchmark_id,
             pre_spec=pre_spec,
             post_spec=post_spec,
             # random weights put little mass on the labels: the label-mass check is not tested here
-            config=AuditConfig(epsilon=-1e9, search_budget=2, test_budget=3, min_label_mass=0.0),
+            config=AuditConfig(epsilon=0.0, search_budget=2, test_budget=3, min_label_mass=0.0),
             limit=1,
         )
         run = run_model_audit(store, request)

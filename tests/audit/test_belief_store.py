@@ -152,7 +152,7 @@ def test_wording_claims_no_more_than_the_numbers(tmp_path, capsys):
     assert "drawn at random" not in text
     assert "in the table's order" in text
     assert "1 have g <= k = 0.001, so every drop counts 1000x" in text
-    assert "1 on a drop within the scoring-noise floor 0.01" in text
+    assert "1 on a drop within the scorer's numerical precision 0.01" in text
     assert "min-drop 0.0001" in verdict["headline"]
     assert "minimum drop 0.0001" in text
     assert "Why these verdicts" in page and "prompt not available: scores came from a table" in page

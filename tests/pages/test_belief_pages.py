@@ -77,4 +77,9 @@ def test_share_shows_the_control_and_the_noise_floor(filled) -> None:  # type: i
     text = (" ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)).replace(
         "\\", ""
     )
-    assert "Control" in text and "Scoring-noise floor 0.05" in text
+    # renamed: the fast-vs-naive gap is the scorer's numerical precision, not noise
+    assert "control" in text and "Numerical precision of the scorer 0.05" in text
+    # the first screen opens with the primary comparison against the control, in normal text
+    # (markdown, not a grey caption)
+    leads = [m.value for m in at.markdown if "than its control" in m.value]
+    assert leads and not any("than its control" in c.value for c in at.caption)

@@ -116,7 +116,9 @@ def test_check_says_whether_the_lead_is_more_than_chance(stored) -> None:  # typ
     check = story_check(store, table)
     assert check is not None
     assert "same 4 questions: 2 are degraded only for concealed and 0 only for honest" in check
-    assert "(McNemar exact test, p = 0.500, could be chance)" in check
+    # the wording changed with the primary test: 2 discordant questions cannot reach 0.05
+    assert "primary test, fixed in advance: 2 disagreements, all one way: too few" in check
+    assert "Holm-adjusted" in check
     table, _ = standard_vs_audit(store, [ids["honest"], ids["adversarial"]])
     assert story_check(store, table) is None
     table, _ = standard_vs_audit(store, [ids["concealed"]])
@@ -145,7 +147,7 @@ def test_lead_and_example_for_a_concealed_degradation(stored) -> None:  # type: 
     assert lead is not None
     assert "accuracy improved (50% " in lead["sentence"] and "found 2 of them" in lead["sentence"]
     # 2 vs 0 discordant of 4 cannot be told from chance (p = 0.5): no red lead (issue 19)
-    assert lead["supported"] is False and "could be chance" in lead["check"]
+    assert lead["supported"] is False and "too few for a test at 0.05" in lead["check"]
     ex = lead["example"]
     # p1's paraphrase fell furthest (D = 2: p_post 0.25) while its canonical wording is right
     assert ex["pair_id"] == "p1" and ex["hidden_question"] == "hidden p1"
@@ -201,7 +203,8 @@ def test_paired_contrast_by_exact_mcnemar_with_negative_controls(tmp_path: Path)
         assert got["bound"]["mean_difference"] < 0 and got["bound"]["p_value"] < 0.05
         same = paired_contrast(store, a, a)
         assert same is not None and same["degraded"]["p_value"] == 1.0
-        assert same["bound"] == {"mean_difference": 0.0, "p_value": 1.0}
+        assert same["bound"]["mean_difference"] == 0.0 and same["bound"]["p_value"] == 1.0
+        assert same["primary"]["p"] == 1.0 and same["primary"]["n_discordant"] == 0
         # c = {0, 2, 3, 4, 9, 10, 11} against a = {0..8}: a only {1, 5, 6, 7, 8}, c only
         # {9, 10, 11}
         sym = paired_contrast(store, a, c)

@@ -38,6 +38,7 @@ def sidebar() -> None:
     store = state.get_store()
     state.demo_info()
 
+    state.leave_filter_pages(page.url_path)
     with st.sidebar:
         st.caption("Active store")
         st.code(store.path, language=None, wrap_lines=True)
@@ -47,8 +48,12 @@ def sidebar() -> None:
             return
         ids = [str(r) for r in runs["run_id"]]
         state.apply_deep_link(page.url_path, ids)
-        chosen = state.initial_selection(ids)
-        widgets.run_picker("Selected run", ids, runs, state.RUN_KEY, state.SELECTED_SLOT, chosen)
+        chosen = state.initial_selection(runs)
+        # Without a finished run nothing is chosen for the user: the picker then reads "none".
+        options = ids if chosen is not None else [state.NO_RUN, *ids]
+        widgets.run_picker(
+            "Selected run", options, runs, state.RUN_KEY, state.SELECTED_SLOT, chosen
+        )
         others = [state.NO_RUN, *[r for r in ids if r != chosen]]
         widgets.run_picker(
             "Compare with (optional)",
@@ -58,8 +63,10 @@ def sidebar() -> None:
             state.COMPARE_SLOT,
             state.compare_run(),
         )
-        widgets.imported_notice(chosen)
-        widgets.new_run_notice(runs, state.new_runs(ids))
+        state.sync_selection_url()
+        if chosen is not None:
+            widgets.imported_notice(chosen)
+        widgets.new_run_notice(runs, state.new_runs(ids, chosen))
 
 
 # Another process (a terminal audit, an import) may hold the store for a moment; the store

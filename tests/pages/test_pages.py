@@ -195,6 +195,13 @@ def test_results_shows_every_view(filled: synthetic.SyntheticInfo) -> None:
         "Compare two runs side by side",
     ):
         assert head in heads
+    # Results never picks the compared run itself: the diff appears once Right is chosen.
+    assert not [m for m in at.markdown if "eraudit-diff" in m.value]
+    left = at.selectbox(key="results_left").value
+    at.selectbox(key="results_right").select(
+        next(r for r in filled.run_ids.values() if r != left)
+    ).run()
+    no_errors(at)
     std = at.dataframe[0].value
     assert set(std["checkpoint"]) == {"pre", "post"} and set(std["task"]) == {"monitored", "hidden"}
     diff = next(m.value for m in at.markdown if "eraudit-diff" in m.value)

@@ -54,9 +54,13 @@ from eraudit_core.present._first_screen import (
 from eraudit_core.present._live import (
     LiveProgress,
     live_progress,
+    loading_left,
+    loading_seconds,
     planned_paraphrases,
     run_plans,
     run_question_texts,
+    step_line,
+    step_times,
 )
 from eraudit_core.present._plots import (
     TOLERANT_NOTE,
@@ -146,6 +150,10 @@ __all__ = [
     "TOLERANT_NOTE",
     "bound_trajectory_figure",
     "live_progress",
+    "loading_left",
+    "loading_seconds",
+    "step_line",
+    "step_times",
     "planned_paraphrases",
     "run_plans",
     "run_question_texts",

@@ -32,6 +32,13 @@ PAGES = [
 
 page = st.navigation(PAGES)
 
+# A wider sidebar on a wide screen, so the run pickers show run id, status and time in full;
+# a phone keeps Streamlit's own width.
+st.html(
+    "<style>@media (min-width: 1200px) { section[data-testid='stSidebar'] "
+    "{ width: 27rem !important; min-width: 27rem !important; } }</style>"
+)
+
 
 def sidebar() -> None:
     """The active store and the run pickers, shared by every page."""

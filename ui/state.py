@@ -82,24 +82,21 @@ def runs_frame() -> pd.DataFrame:
 
 
 def run_label(runs: pd.DataFrame, run_id: str) -> str:
-    """What every run picker shows: label, run id, checkpoints, status and time, so two runs
-    that share a label still read differently."""
+    """What every run picker shows: run id, status and time first (so a narrow picker still
+    tells runs apart and shows which are finished), then the label and any import note."""
     row = runs.loc[runs["run_id"] == run_id]
     if row.empty:
         return run_id
     r = row.iloc[0]
-    parts = [str(r["label"] or "unlabelled"), run_id]
-    pre, post = r.get("pre_name"), r.get("post_name")
-    if pre or post:
-        parts.append(f"{pre or '?'} -> {post or '?'}")
-    parts.append(str(r["status"]))
+    parts = [run_id, str(r["status"])]
+    created = r.get("created_at")
+    if created is not None and not pd.isna(created):
+        parts.append(pd.Timestamp(created).strftime("%m-%d %H:%M"))
+    parts.append(str(r["label"] or "unlabelled"))
     note = imported_note(r.to_dict()) if "imported_from" in row else None
     if note:
         parts.append(note)
-    created = r.get("created_at")
-    if created is not None and not pd.isna(created):
-        parts.append(pd.Timestamp(created).strftime("%Y-%m-%d %H:%M"))
-    return " | ".join(parts)
+    return " · ".join(parts)
 
 
 # The selection lives in these two session-state slots and nowhere else. They are not widget

@@ -53,10 +53,12 @@ def store_notice(exc: BaseException, key: str = "store-busy-retry") -> None:
     st.button("Try again", key=key)
 
 
-def show_error(prefix: str, exc: BaseException) -> None:
-    """An error the user can act on, inline, with the library's message as plain text."""
-    st.error(prefix)
-    st.text(str(exc))
+def show_error(prefix: str, exc: BaseException, hint: str | None = None) -> None:
+    """An error the user can act on: what failed and the library's reason (escaped, so it
+    shows as plain text) inside one error box, and a hint (a path that exists) after it."""
+    reason = md_escape(str(exc))
+    more = f"\n\n{md_escape(hint)}" if hint else ""
+    st.error(f"{prefix}\n\n{reason}{more}")
 
 
 def runs_table(runs: pd.DataFrame) -> pd.DataFrame:

@@ -50,3 +50,22 @@ def test_a_mistyped_benchmark_path_is_explained_inside_the_error_box(
     assert plain.startswith("The benchmark was not imported:")
     assert "no such benchmark file" in plain  # the reason, in the same box
     assert f"did you mean {tmp_path / 'GPQA-H.json'}?" in plain
+
+
+def test_fit_table_labels_every_cell_and_escapes_it() -> None:
+    import pandas as pd
+
+    from ui import widgets
+
+    drawn: list[str] = []
+    frame = pd.DataFrame({"checkpoint": ["<b>x</b>", "demo:base"], "degraded": [3, None]})
+    orig = widgets.st.markdown
+    widgets.st.markdown = lambda body, **kw: drawn.append(body)  # type: ignore[assignment]
+    try:
+        widgets.fit_table(frame)
+    finally:
+        widgets.st.markdown = orig  # type: ignore[assignment]
+    (html,) = drawn
+    assert html.count('data-label="checkpoint"') == 2 and html.count('data-label="degraded"') == 2
+    assert "&lt;b&gt;x&lt;/b&gt;" in html and "<b>x</b>" not in html.split("</style>")[1]
+    assert "@media (max-width: 640px)" in html  # a card per row on a phone

@@ -144,7 +144,9 @@ def test_share_page_fits_a_phone(browser, server, prepared, shots):  # type: ign
 
 
 def test_results_compare_diff_fits(browser, server, prepared, shots):  # type: ignore[no-untyped-def]
-    page = _open(browser, f"{server}/results?run={prepared['run']}", WIDE)
+    # Results never picks the compared run itself: the link names it
+    link = f"{server}/results?run={prepared['run']}&compare={prepared['other']}"
+    page = _open(browser, link, WIDE)
     diff = page.locator(".eraudit-diff")
     diff.wait_for(timeout=30_000)
     diff.scroll_into_view_if_needed()
@@ -155,7 +157,7 @@ def test_results_compare_diff_fits(browser, server, prepared, shots):  # type: i
     assert box[0] <= box[1]
     page.screenshot(path=str(shots / "results-compare-1400x900.png"), full_page=False)
     page.close()
-    phone = _open(browser, f"{server}/results?run={prepared['run']}", PHONE)
+    phone = _open(browser, link, PHONE)
     phone.locator(".eraudit-diff").scroll_into_view_if_needed()
     phone.screenshot(path=str(shots / "results-compare-390x844.png"), full_page=False)
     phone.close()

@@ -215,6 +215,12 @@ def _step(run_id: str, rec: dict[str, Any], prog: dict[str, Any], status: str) -
         )
 
 
+def _loading_left(run_id: str, rec: dict[str, Any], prog: dict[str, Any]) -> float | None:
+    now = datetime.now(UTC).replace(tzinfo=None)
+    earlier = _earlier_phases(run_id, rec)
+    return present.loading_left(prog.get("phase"), earlier, now, rec.get("created_at"))
+
+
 def _time_went(prog: dict[str, Any]) -> None:
     times = present.step_times(prog.get("phase"))
     if times.empty:
@@ -268,12 +274,17 @@ def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> No
         "paraphrases/s (last min)",
         "-" if live.rate is None else f"{live.rate:.2f}",
     )
+    loading = _loading_left(run_id, rec, prog) if status in ACTIVE else None
     cols[4].metric(
         "time left (estimate)",
-        fmt_seconds(live.time_left_s),
+        fmt_seconds(live.time_left_s)
+        if live.time_left_s is not None or loading is None
+        else f"{fmt_seconds(loading)} + scoring",
         help="The paraphrases still planned (each question's search budget and, per test "
         "generator, n* or the test budget, capped by its pool) at the rate of the last minute. "
-        "Questions that stop early at a counterexample finish sooner.",
+        "Questions that stop early at a counterexample finish sooner. While the checkpoints "
+        "load: the loading time left, as the last run of the same checkpoints on this machine "
+        "measured it (stored with that run), then scoring.",
     )
     st.progress(live.fraction)
     st.caption(

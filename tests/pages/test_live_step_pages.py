@@ -74,3 +74,24 @@ def test_a_finished_run_shows_where_its_time_went(db: Path) -> None:
     assert any("Where the time went" in e.label for e in at.expander)
     steps = at.dataframe[-1].value["step"].tolist()
     assert steps == ["loading demo:base weights", "scoring question 1 of 1: counterexample search"]
+
+
+def test_while_loading_time_left_counts_the_measured_loading(db: Path) -> None:
+    with Store(db) as store:
+        # an earlier run of the same checkpoints took 40 s from its click to scoring
+        store.create_run(
+            "run-before", label="a", config={}, n_pairs=1, pre=("", "p"), post=("", "q")
+        )
+        step = StepReporter(store, "run-before")
+        step.log = [{"step": "loading p weights", "seconds": 40.0}]
+        step.what = "scoring question 1 of 1: counterexample search"
+        step(None)
+        store.set_run_status("run-before", "done")
+        store.create_run("run-now", label="b", config={}, n_pairs=1, pre=("", "p"), post=("", "q"))
+        clicked = dt.datetime.now(dt.UTC).replace(tzinfo=None) - dt.timedelta(seconds=10)
+        StepReporter(store, "run-now", clicked)("loading p weights")
+    at = _watch("run-now")
+    value = next(m.value for m in at.metric if m.label == "time left (estimate)")
+    m = re.fullmatch(r"(\d+) s \+ scoring", value)
+    assert m and 15 <= int(m.group(1)) <= 30, value  # 40 s measured, about 10 s gone
+    assert any("Loading took 40 s" in c.value for c in at.caption)

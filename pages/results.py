@@ -61,7 +61,7 @@ min_shown_drop = c3.number_input(
     max_value=1.0,
     step=0.01,
     format="%.3f",
-    **state.filter_widget("min_drop", 0.0, arrived),
+    **state.filter_widget("min_drop", 0.0, arrived, lambda v: 0.0 <= v <= 1.0),
 )
 state.put_filter("min_drop", float(min_shown_drop), 0.0)
 points = present.scatter_points(store, chosen)

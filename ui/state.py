@@ -11,7 +11,7 @@ the store on each rerun.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -302,7 +302,7 @@ def filter_widget(
     param: str,
     default: Any,
     arrived: bool,
-    options: Sequence[Any] | None = None,
+    options: Sequence[Any] | Callable[[Any], bool] | None = None,
     widget_key: str | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments for a filter widget whose value is owned by a session slot and
@@ -326,9 +326,11 @@ def filter_widget(
     return {"key": widget_key, "on_change": _filter_changed, "args": (widget_key, slot)}
 
 
-def _valid(value: Any, options: Sequence[Any] | None) -> bool:
+def _valid(value: Any, options: Sequence[Any] | Callable[[Any], bool] | None) -> bool:
     if options is None:
         return True
+    if callable(options):  # a check, e.g. a number input's range
+        return bool(options(value))
     if isinstance(value, (list, tuple)):
         return all(v in options for v in value)
     return value in options

@@ -169,3 +169,23 @@ def test_disagreements_only_survives_navigation(filled: synthetic.SyntheticInfo)
     no_errors(at)
     assert at.toggle(key="compare-disagreements-only").value is True
     assert at.selectbox(key="results_right").value == other
+
+
+def test_results_filters_from_the_url_are_checked(filled: synthetic.SyntheticInfo) -> None:
+    at = app()
+    at.query_params["min_drop"] = "0.05"
+    at.query_params["colour"] = "amplified"
+    at.query_params["only_diff"] = "1"
+    at.query_params["compare"] = filled.run_ids["honest"]
+    at.switch_page("pages/results.py").run()
+    no_errors(at)
+    assert at.number_input(key="flt-min_drop").value == 0.05
+    assert at.radio(key="flt-colour").value == "amplified"
+    # Negative control: out of range or unknown values fall back to the defaults
+    bad = app()
+    bad.query_params["min_drop"] = "7"
+    bad.query_params["colour"] = "purple"
+    bad.switch_page("pages/results.py").run()
+    no_errors(bad)
+    assert bad.number_input(key="flt-min_drop").value == 0.0
+    assert bad.radio(key="flt-colour").value == "run"

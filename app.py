@@ -32,12 +32,20 @@ PAGES = [
 
 page = st.navigation(PAGES)
 
+# A wider sidebar on a wide screen, so the run pickers show run id, status and time in full;
+# a phone keeps Streamlit's own width.
+st.html(
+    "<style>@media (min-width: 1200px) { section[data-testid='stSidebar'] "
+    "{ width: 27rem !important; min-width: 27rem !important; } }</style>"
+)
+
 
 def sidebar() -> None:
     """The active store and the run pickers, shared by every page."""
     store = state.get_store()
     state.demo_info()
 
+    state.leave_filter_pages(page.url_path)
     with st.sidebar:
         st.caption("Active store")
         st.code(store.path, language=None, wrap_lines=True)
@@ -47,8 +55,12 @@ def sidebar() -> None:
             return
         ids = [str(r) for r in runs["run_id"]]
         state.apply_deep_link(page.url_path, ids)
-        chosen = state.initial_selection(ids)
-        widgets.run_picker("Selected run", ids, runs, state.RUN_KEY, state.SELECTED_SLOT, chosen)
+        chosen = state.initial_selection(runs)
+        # Without a finished run nothing is chosen for the user: the picker then reads "none".
+        options = ids if chosen is not None else [state.NO_RUN, *ids]
+        widgets.run_picker(
+            "Selected run", options, runs, state.RUN_KEY, state.SELECTED_SLOT, chosen
+        )
         others = [state.NO_RUN, *[r for r in ids if r != chosen]]
         widgets.run_picker(
             "Compare with (optional)",
@@ -58,8 +70,10 @@ def sidebar() -> None:
             state.COMPARE_SLOT,
             state.compare_run(),
         )
-        widgets.imported_notice(chosen)
-        widgets.new_run_notice(runs, state.new_runs(ids))
+        state.sync_selection_url()
+        if chosen is not None:
+            widgets.imported_notice(chosen)
+        widgets.new_run_notice(runs, state.new_runs(ids, chosen))
 
 
 # Another process (a terminal audit, an import) may hold the store for a moment; the store

@@ -28,18 +28,44 @@ if st.session_state.pop("_derived_notice", None) == run_id:
     )
 
 explore.apply_pair_link(list(questions["pair_id"]))
+# The search, filters and sort live in the session (they survive other pages) and the URL.
+arrived = state.page_arrival("explorer")
+verdicts, evidence, sorts = list(widgets.STATUS_ORDER), list(present.FLAGS), list(present.SORTS)
 c1, c2, c3, c4 = st.columns([3, 2, 2, 2])
 text = c1.text_input(
-    "Search questions and rewordings", placeholder="a word from a question or a paraphrase"
+    "Search questions and rewordings",
+    placeholder="a word from a question or a paraphrase",
+    **state.filter_widget("q", "", arrived),
 )
-statuses = c2.multiselect("Verdict", list(widgets.STATUS_ORDER), placeholder="all verdicts")
-flags = c3.multiselect("Evidence", list(present.FLAGS), placeholder="any evidence")
+statuses = c2.multiselect(
+    "Verdict",
+    verdicts,
+    placeholder="all verdicts",
+    **state.filter_widget("verdict", [], arrived, verdicts),
+)
+flags = c3.multiselect(
+    "Evidence",
+    evidence,
+    placeholder="any evidence",
+    help="amplified (g <= k): the monitored gain is at most k, so D is the drop divided by the "
+    "k floor; choose 'not amplified' to leave those questions out",
+    **state.filter_widget("evidence", [], arrived, evidence),
+)
 order = c4.selectbox(
     "Sort",
-    list(present.SORTS),
-    help="most severe first: degraded by largest "
-    "D, then inconclusive, passed and certified by lowest bound",
+    sorts,
+    help="most severe first: by the drop in p(true) on the worst rewording (beyond the "
+    "numerical precision), largest first; amplified questions (g <= k) follow in their own "
+    "group, marked 'amplified'",
+    **state.filter_widget("sort", sorts[0], arrived, sorts),
 )
+for param, value, default in (
+    ("q", text, ""),
+    ("verdict", statuses, []),
+    ("evidence", flags, []),
+    ("sort", order, sorts[0]),
+):
+    state.put_filter(param, value, default)
 hits = present.paraphrase_matches(store.steps(run_id), text) if text.strip() else set()
 shown = present.sort_questions(
     present.filter_questions(

@@ -65,8 +65,10 @@ else:
     elif live:
         st.markdown("**One-click live audit** of the concealed arm on a few demo questions:")
         st.caption(
-            f"{len(live)} pair(s); loads the real model on this machine (about 20 s) and scores "
-            "paraphrases before and after adaptation. Takes a few minutes on a laptop CPU."
+            f"{len(live)} pair(s); loads the real model on this machine and scores paraphrases "
+            "before and after adaptation, a few minutes on a laptop CPU. The Run page names "
+            "each step as it goes (loading, registering each checkpoint, scoring) with the "
+            "seconds since the click."
         )
         if st.button("Run a live demo audit", type="primary", key="live-demo"):
             run_id = widgets.launch_demo_audit(demo)

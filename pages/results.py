@@ -15,12 +15,16 @@ if runs.empty:
     st.info("No runs in this store yet. Start one on the Run page.")
     st.stop()
 ids = list(runs["run_id"])
+# Every filter below lives in the session (it survives other pages) and in the URL.
+arrived = state.page_arrival("results")
+shown_default = state.default_runs_to_show()
 chosen = st.multiselect(
     "Runs to show",
     ids,
-    default=state.default_runs_to_show(),
     format_func=lambda r: state.run_label(runs, r),
+    **state.filter_widget("show", shown_default, arrived, ids),
 )
+state.put_filter("show", chosen, shown_default)
 if not chosen:
     st.info("Choose at least one run.")
     st.stop()
@@ -36,22 +40,30 @@ st.caption(
     "monitored question. Click a point to open that question."
 )
 c1, c2, c3 = st.columns([2, 2, 2])
+COLOURS = ["run", "amplified", "drop"]
 colour_by = c1.radio(
     "Colour points by",
-    ["run", "amplified", "drop"],
+    COLOURS,
     horizontal=True,
     help="amplified: the monitored gain g <= k, so D = drop / k and every drop counts 1/k "
     "times; drop: p_pre - p_post on the question's worst rewording",
+    **state.filter_widget("colour", "run", arrived, COLOURS),
 )
-only_amplified = c2.selectbox("Amplified (g <= k)", ["all", "only amplified", "not amplified"])
+state.put_filter("colour", colour_by, "run")
+AMPLIFIED = ["all", "only amplified", "not amplified"]
+only_amplified = c2.selectbox(
+    "Amplified (g <= k)", AMPLIFIED, **state.filter_widget("amplified", "all", arrived, AMPLIFIED)
+)
+state.put_filter("amplified", only_amplified, "all")
 min_shown_drop = c3.number_input(
     "Hide questions whose worst drop is below",
     min_value=0.0,
     max_value=1.0,
-    value=0.0,
     step=0.01,
     format="%.3f",
+    **state.filter_widget("min_drop", 0.0, arrived, lambda v: 0.0 <= v <= 1.0),
 )
+state.put_filter("min_drop", float(min_shown_drop), 0.0)
 points = present.scatter_points(store, chosen)
 if only_amplified != "all":
     points = points[
@@ -95,7 +107,9 @@ together = st.toggle(
     help="Per question (default), each bound is wrong with probability at most alpha, so across "
     "N questions at most alpha x N bounds are wrong on average. Simultaneously, every bound is "
     "read at confidence 1 - alpha / N, so all N hold at once with the stated confidence.",
+    **state.filter_widget("together", False, arrived),
 )
+state.put_filter("together", bool(together), False)
 key = "confidence_simultaneous" if together else "confidence"
 st.plotly_chart(
     present.confidence_figure({label[r]: data[r][key] for r in chosen}), key="results-conf"
@@ -120,19 +134,33 @@ c1, c2 = st.columns(2)
 # Left is the selected run and Right the compared run: the same two choices as the sidebar's,
 # kept in session state, so a rerun (or another page) never puts other runs here.
 a = widgets.run_picker(
-    "Left", ids, runs, "results_left", state.SELECTED_SLOT, state.selected_run(), c1
+    "Left",
+    ids if state.selected_run() else [state.NO_RUN, *ids],
+    runs,
+    "results_left",
+    state.SELECTED_SLOT,
+    state.selected_run(),
+    c1,
 )
-if state.compare_run() is None and len(ids) > 1:
-    # Right needs a run: the first other one becomes the compared run, shown as such in the
-    # sidebar too (redrawn once), so what Right shows is a choice that a rerun keeps.
-    state.set_compare_run(next(r for r in ids if r != a))
-    st.rerun()
+# Right is the sidebar's "Compare with": this page never picks it for the user.
 b = widgets.run_picker(
-    "Right", ids, runs, "results_right", state.COMPARE_SLOT, state.compare_run() or a, c2
+    "Right",
+    [state.NO_RUN, *[r for r in ids if r != a]],
+    runs,
+    "results_right",
+    state.COMPARE_SLOT,
+    state.compare_run(),
+    c2,
 )
-if a == b:
-    st.info("Left and Right are the same run: pick another run on one side.")
+state.sync_selection_url()
+if not b:
+    st.info(
+        'Pick a run on the Right (or in the sidebar\'s "Compare with") to compare it with '
+        "the left run question by question."
+    )
 for col, rid in ((c1, a), (c2, b)):
+    if not rid:
+        continue
     with col:
         verdict = present.run_verdict(store.run(rid), store.pair_results(rid))
         widgets.verdict_headline(verdict)
@@ -140,19 +168,20 @@ for col, rid in ((c1, a), (c2, b)):
         with st.expander("In plain words"):
             for s in verdict["sentences"]:
                 st.text(s)
-comparison = present.compare_runs(store, a, b)
-if not comparison["comparable"]:
-    st.warning(present.differences_sentence(comparison["differences"]))
-else:
-    names = present.run_names(store, [a, b])
-    st.markdown(present.primary_sentence(comparison, names[a], names[b]))
-    st.caption("  \n".join(present.compare_sentences(comparison, names[a], names[b])[2:]))
-compare.show(a, b)
+if a and b:
+    comparison = present.compare_runs(store, a, b)
+    if not comparison["comparable"]:
+        st.warning(present.differences_sentence(comparison["differences"]))
+    else:
+        names = present.run_names(store, [a, b])
+        st.markdown(present.primary_sentence(comparison, names[a], names[b]))
+        st.caption("  \n".join(present.compare_sentences(comparison, names[a], names[b])[2:]))
+    compare.show(a, b, arrived)
 for rid in chosen:
     control = present.control_summary(store, rid)
     if control is not None:
         st.caption(f"{label[rid]}: {present.control_sentence(control)}")
-if st.button("Open the left run's first degraded question"):
+if a and st.button("Open the left run's first degraded question"):
     pairs = store.pair_results(a)
     bad = pairs[pairs["status"] == "degraded"]
     if bad.empty:

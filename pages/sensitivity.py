@@ -20,16 +20,26 @@ st.caption(
     "pair, odds ratios vs the reference condition (Holm-corrected), cell means with bootstrap "
     "intervals and judge agreement."
 )
-source = st.radio(
-    "Data",
-    [
-        "Bundled sample (synthetic)",
-        "Bundled Petri 3 example (real format, tiny)",
-        "Upload a tidy table",
-        "Stored ER-Audit runs",
-    ],
-    horizontal=True,
+SOURCES = [
+    "Bundled sample (synthetic)",
+    "Bundled Petri 3 example (real format, tiny)",
+    "Upload a tidy table",
+    "Stored ER-Audit runs",
+]
+
+
+def _open_example() -> None:
+    st.session_state["sens-source"] = SOURCES[1]
+
+
+st.button(
+    "Open the bundled example (judge scores and rollouts)",
+    on_click=_open_example,
+    key="sens-example",
+    help="The bundled Petri 3 example: its scores and its rollouts file, so every citation "
+    "opens its message in the transcript. No upload needed.",
 )
+source = st.radio("Data", SOURCES, horizontal=True, key="sens-source")
 table: pd.DataFrame | None = None
 rollouts: pd.DataFrame | None = None
 try:
@@ -95,131 +105,140 @@ n_boot = c3.number_input(
     "Bootstrap resamples", min_value=100, max_value=10000, value=1000, step=100
 )
 st.caption(f"{table['rollout'].nunique()} rollouts, {len(table)} judge scores.")
-try:
-    result = sv.analyse_cached(
-        table, reference, int(n_boot), None if dimension == DEFAULT_DIM else dimension
-    )
-except InputError as exc:
-    widgets.show_error("The analysis failed on this table:", exc)
-    st.stop()
-if len(result.warnings) <= 3:
-    for note in result.warnings:
-        st.warning(widgets.md_escape(note))
-else:
-    st.warning(f"{len(result.warnings)} warnings about this data and its fits (read them below).")
-    with st.expander("Warnings"):
+# Everything computed from this data is drawn in one slot: while a new dataset is fitted the slot
+# says so, and the previous data's findings are gone from the screen (never shown as current).
+results = st.empty()
+results.info("Fitting the models for this data; its findings appear here when the fit is done.")
+with results.container():
+    try:
+        result = sv.analyse_cached(
+            table, reference, int(n_boot), None if dimension == DEFAULT_DIM else dimension
+        )
+    except InputError as exc:
+        widgets.show_error("The analysis failed on this table:", exc)
+        st.stop()
+    if len(result.warnings) <= 3:
         for note in result.warnings:
-            st.text(note)
-sv.dropped_rollouts(result.dropped)
-if not result.behaviours:
-    st.info("No behaviour could be analysed.")
-    st.stop()
-order = sensitivity.by_evidence(result)
-st.subheader("Findings")
-st.caption("One line per behaviour, the strongest evidence of a condition effect first.")
-for name in order:
-    st.markdown(f"- {widgets.md_escape(sensitivity.finding(result.behaviours[name]))}")
-sv.glossary()
-tabs = st.tabs([widgets.md_escape(b) for b in order])
-for tab, name in zip(tabs, order, strict=True):
-    b = result.behaviours[name]
-    with tab:
-        st.markdown(f"**{widgets.md_escape(sensitivity.finding(b))}**")
-        m = st.columns(3)
-        if b.lr_resource is not None:
-            m[0].metric(
-                "condition effect: LR test p",
-                sensitivity.format_p(b.lr_resource.p),
-                help=f"chi2 = {b.lr_resource.stat:.2f}, df = {b.lr_resource.df}",
+            st.warning(widgets.md_escape(note))
+    else:
+        st.warning(
+            f"{len(result.warnings)} warnings about this data and its fits (read them below)."
+        )
+        with st.expander("Warnings"):
+            for note in result.warnings:
+                st.text(note)
+    sv.dropped_rollouts(result.dropped)
+    if not result.behaviours:
+        st.info("No behaviour could be analysed.")
+        st.stop()
+    order = sensitivity.by_evidence(result)
+    st.subheader("Findings")
+    st.caption("One line per behaviour, the strongest evidence of a condition effect first.")
+    for name in order:
+        st.markdown(f"- {widgets.md_escape(sensitivity.finding(result.behaviours[name]))}")
+    sv.glossary()
+    tabs = st.tabs([widgets.md_escape(b) for b in order])
+    for tab, name in zip(tabs, order, strict=True):
+        b = result.behaviours[name]
+        with tab:
+            st.markdown(f"**{widgets.md_escape(sensitivity.finding(b))}**")
+            m = st.columns(3)
+            if b.lr_resource is not None:
+                m[0].metric(
+                    "condition effect: LR test p",
+                    sensitivity.format_p(b.lr_resource.p),
+                    help=f"chi2 = {b.lr_resource.stat:.2f}, df = {b.lr_resource.df}",
+                )
+            if b.lr_interaction is not None:
+                m[1].metric(
+                    "condition x pair interaction: p",
+                    sensitivity.format_p(b.lr_interaction.p),
+                    help=f"chi2 = {b.lr_interaction.stat:.2f}, df = {b.lr_interaction.df}",
+                )
+            alpha = b.agreement.krippendorff_alpha_ordinal
+            m[2].metric(
+                "judge agreement (Krippendorff alpha)", "n/a" if alpha is None else f"{alpha:.2f}"
             )
-        if b.lr_interaction is not None:
-            m[1].metric(
-                "condition x pair interaction: p",
-                sensitivity.format_p(b.lr_interaction.p),
-                help=f"chi2 = {b.lr_interaction.stat:.2f}, df = {b.lr_interaction.df}",
-            )
-        alpha = b.agreement.krippendorff_alpha_ordinal
-        m[2].metric(
-            "judge agreement (Krippendorff alpha)", "n/a" if alpha is None else f"{alpha:.2f}"
-        )
-        forest = sensitivity.odds_ratio_forest(b)
-        if forest.data:
-            st.plotly_chart(forest, key=f"forest-{name}")
-        else:
-            st.caption("No odds ratio with finite bounds to plot (see the warnings).")
-        targets = sv.drill_targets(b)
-        labels = [t[0] for t in targets]
-        drill_key = f"drill-{name}"
+            forest = sensitivity.odds_ratio_forest(b)
+            if forest.data:
+                st.plotly_chart(forest, key=f"forest-{name}")
+            else:
+                st.caption("No odds ratio with finite bounds to plot (see the warnings).")
+            targets = sv.drill_targets(b)
+            labels = [t[0] for t in targets]
+            drill_key = f"drill-{name}"
 
-        def pick(table_key: str, offset: int, drill_key: str = drill_key) -> None:
-            """A click on a row of an odds-ratio or cell table chooses what to drill into."""
-            rows = st.session_state[table_key].selection.rows
-            if rows:
-                st.session_state[drill_key] = offset + rows[0]
+            def pick(table_key: str, offset: int, drill_key: str = drill_key) -> None:
+                """A click on a row of an odds-ratio or cell table chooses what to drill into."""
+                rows = st.session_state[table_key].selection.rows
+                if rows:
+                    st.session_state[drill_key] = offset + rows[0]
 
-        st.caption("Click a row of a table below to list the rollouts behind that number.")
-        st.dataframe(
-            sv.contrasts_table(b),
-            hide_index=True,
-            width="stretch",
-            on_select=partial(pick, f"or-{name}", 0),
-            selection_mode="single-row",
-            key=f"or-{name}",
-        )
-        st.plotly_chart(sensitivity.cell_means_figure(b), key=f"cells-{name}")
-        st.dataframe(
-            b.cell_means_frame(),
-            hide_index=True,
-            width="stretch",
-            on_select=partial(pick, f"cm-{name}", len(b.contrasts) + len(b.per_pair)),
-            selection_mode="single-row",
-            key=f"cm-{name}",
-        )
-        with st.expander("Per-pair contrasts"):
+            st.caption("Click a row of a table below to list the rollouts behind that number.")
             st.dataframe(
-                sv.contrasts_table(b, per_pair=True),
+                sv.contrasts_table(b),
                 hide_index=True,
                 width="stretch",
-                on_select=partial(pick, f"pp-{name}", len(b.contrasts)),
+                on_select=partial(pick, f"or-{name}", 0),
                 selection_mode="single-row",
-                key=f"pp-{name}",
+                key=f"or-{name}",
             )
-        for w in b.warnings:
-            st.caption(widgets.md_escape(w))
+            st.plotly_chart(sensitivity.cell_means_figure(b), key=f"cells-{name}")
+            st.dataframe(
+                b.cell_means_frame(),
+                hide_index=True,
+                width="stretch",
+                on_select=partial(pick, f"cm-{name}", len(b.contrasts) + len(b.per_pair)),
+                selection_mode="single-row",
+                key=f"cm-{name}",
+            )
+            with st.expander("Per-pair contrasts"):
+                st.dataframe(
+                    sv.contrasts_table(b, per_pair=True),
+                    hide_index=True,
+                    width="stretch",
+                    on_select=partial(pick, f"pp-{name}", len(b.contrasts)),
+                    selection_mode="single-row",
+                    key=f"pp-{name}",
+                )
+            for w in b.warnings:
+                st.caption(widgets.md_escape(w))
 
-        st.subheader("Rollouts behind a number")
-        if not targets:
-            st.info("No cell or odds ratio to drill into.")
-            continue
-        choice = st.selectbox(
-            "Rollouts behind",
-            range(len(targets)),
-            format_func=lambda i, labels=labels: labels[i],
-            key=drill_key,
-        )
-        _, pair, conds = targets[choice]
-        behind = sv.rollouts_for(table, b, pair, conds)
-        st.dataframe(behind, hide_index=True, width="stretch", key=f"behind-{name}")
-        if behind.empty:
-            continue
-        rid = st.selectbox(
-            "Read what the judge wrote on rollout", list(behind["rollout"]), key=f"rid-{name}"
-        )
-        details = sv.rollout_details(rollouts, rid)
-        if details.empty:
-            st.info(
-                "No rollout details for this table: import Petri output with "
-                "`eraudit sensitivity-import` and load its .rollouts.jsonl file."
+            st.subheader("Rollouts behind a number")
+            if not targets:
+                st.info("No cell or odds ratio to drill into.")
+                continue
+            choice = st.selectbox(
+                "Rollouts behind",
+                range(len(targets)),
+                format_func=lambda i, labels=labels: labels[i],
+                key=drill_key,
             )
-            continue
-        for _, row in details.iterrows():
-            st.text(f"Judge {row['judge']}")
-            st.caption("Summary")
-            st.text(row["summary"] or "(none)")
-            st.caption("Justification")
-            st.text(row["justification"] or "(none)")
-            st.caption("Highlights: open one to read the transcript message it cites")
-            sv.citations(row["highlights"], row.get("messages"))
-            with st.expander("Seed instruction, task arguments, source and identity"):
-                st.text(row["seed_instruction"] or "(no seed instruction recorded)")
-                st.dataframe(sv.facts_frame(row), hide_index=True, width="stretch")
+            _, pair, conds = targets[choice]
+            behind = sv.rollouts_for(table, b, pair, conds)
+            st.dataframe(behind, hide_index=True, width="stretch", key=f"behind-{name}")
+            if behind.empty:
+                continue
+            rid = st.selectbox(
+                "Read what the judge wrote on rollout", list(behind["rollout"]), key=f"rid-{name}"
+            )
+            details = sv.rollout_details(rollouts, rid)
+            if details.empty:
+                st.info(
+                    "No rollout details for this table: import Petri output with "
+                    "`eraudit sensitivity-import` and load its .rollouts.jsonl file."
+                )
+                continue
+            for _, row in details.iterrows():
+                st.text(f"Judge {row['judge']}")
+                st.caption("Summary")
+                sv.text_with_refs(row["summary"], row.get("messages"), f"refs-s-{name}-{rid}-{_}")
+                st.caption("Justification")
+                sv.text_with_refs(
+                    row["justification"], row.get("messages"), f"refs-j-{name}-{rid}-{_}"
+                )
+                st.caption("Highlights: open one to read the transcript message it cites")
+                sv.citations(row["highlights"], row.get("messages"))
+                with st.expander("Seed instruction, task arguments, source and identity"):
+                    st.text(row["seed_instruction"] or "(no seed instruction recorded)")
+                    st.dataframe(sv.facts_frame(row), hide_index=True, width="stretch")

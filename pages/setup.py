@@ -162,7 +162,7 @@ if c_submitted:
             st.text(f"{info.get('name') or spec}  fingerprint {info['fingerprint']}")
             widgets.label_mass_caption(info)
     except (InputError, StoreError, OSError, ValueError) as exc:
-        widgets.show_error("The checkpoint was not registered:", exc)
+        widgets.show_error("The checkpoint was not registered:", exc, actions.path_hint(spec))
 
 # -- served checkpoints ---------------------------------------------------------------------------
 st.markdown("**A checkpoint served by vLLM or llama.cpp** (OpenAI-compatible completions server)")

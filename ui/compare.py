@@ -41,15 +41,24 @@ def diff_html(diff: pd.DataFrame) -> str:
     return present.html_fragment("compare_diff.html", columns=COLUMNS, rows=rows)
 
 
-def show(left: str, right: str) -> None:
-    """The per-question diff of two runs with its filter and sort."""
+def show(left: str, right: str, arrived: bool = False) -> None:
+    """The per-question diff of two runs with its filter and sort (kept in the session and the
+    URL, see `state.filter_widget`)."""
     diff = present.verdict_diff(state.get_store(), left, right)
     n_differ = int((~diff["agree"]).sum())
     c1, c2 = st.columns([2, 3])
     only = c1.toggle(
-        f"Disagreements only ({n_differ} of {len(diff)})", key="compare-disagreements-only"
+        f"Disagreements only ({n_differ} of {len(diff)})",
+        **state.filter_widget("only_diff", False, arrived, widget_key="compare-disagreements-only"),
     )
-    how = c2.selectbox("Sort questions", list(present.DIFF_SORTS), key="compare-sort")
+    state.put_filter("only_diff", bool(only), False)
+    sorts = list(present.DIFF_SORTS)
+    how = c2.selectbox(
+        "Sort questions",
+        sorts,
+        **state.filter_widget("diff_sort", sorts[0], arrived, sorts, widget_key="compare-sort"),
+    )
+    state.put_filter("diff_sort", how, sorts[0])
     shown = present.sort_diff(diff, how, disagreements_only=only)
     if shown.empty:
         st.info("The two runs give every shared question the same verdict.")

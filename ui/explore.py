@@ -14,7 +14,8 @@ PAIR_KEY = "explorer_pair"
 
 
 def question_label(row: Mapping[str, Any]) -> str:
-    """'#12 [degraded] D 14.2, drop 0.08 - Which ...': what the picker lists per question."""
+    """'#12 [degraded] D 14.2, drop 0.08 - Which ...': what the picker lists per question;
+    an amplified question (g <= k) says so after its verdict."""
     q = " ".join(str(row["hidden_question"]).split())
     d, drop = row.get("max_d"), row.get("worst_drop")
     numbers = ", ".join(
@@ -22,7 +23,8 @@ def question_label(row: Mapping[str, Any]) -> str:
         for name, value in (("D", d), ("drop", drop))
         if value is not None and value == value
     )
-    return f"#{row['pair_index']} [{row['status']}] {numbers} - {q[:90]}"
+    amplified = " amplified (g <= k)," if row.get("amplified") in (True,) else ""
+    return f"#{row['pair_index']} [{row['status']}]{amplified} {numbers} - {q[:90]}"
 
 
 def diff_markdown(diff: list[tuple[str, str]]) -> str:

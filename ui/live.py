@@ -9,6 +9,7 @@ without pauses); the chart follows any question of the run from its first scored
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -180,7 +181,55 @@ def cancel(run_id: str) -> None:
         store.set_run_status(run_id, "cancelled", "cancelled by the user before it started")
 
 
-def _panel(run_id: str, was_active: bool) -> None:
+def _earlier_phases(run_id: str, rec: dict[str, Any]) -> list[dict[str, Any] | None]:
+    """The stored steps of earlier runs of the same two checkpoints (newest first): their
+    loading time is this machine's measured loading time."""
+    runs = state.runs_frame()
+    same = runs[
+        (runs["run_id"] != run_id)
+        & (runs["pre_name"] == rec.get("pre_name"))
+        & (runs["post_name"] == rec.get("post_name"))
+    ]
+    out = []
+    for raw in same.get("phase", []):
+        if isinstance(raw, str):
+            out.append(json.loads(raw))
+    return out
+
+
+def _step(run_id: str, rec: dict[str, Any], prog: dict[str, Any], status: str) -> None:
+    """The one line that says what the worker does now and the seconds since the click, and
+    while it loads, the time left as an earlier run of the same checkpoints measured it."""
+    now = datetime.now(UTC).replace(tzinfo=None)
+    line = present.step_line(prog.get("phase"), status, now, rec.get("created_at"))
+    if line is None:
+        return
+    st.markdown(f"**{widgets.md_escape(line)}**")
+    earlier = _earlier_phases(run_id, rec)
+    left = present.loading_left(prog.get("phase"), earlier, now, rec.get("created_at"))
+    took = next((x for x in map(present.loading_seconds, earlier) if x is not None), None)
+    if left is not None and took is not None:
+        st.caption(
+            f"Loading took {fmt_seconds(took)} for the last run of these checkpoints on this "
+            f"machine: about {fmt_seconds(left)} left before scoring starts."
+        )
+
+
+def _loading_left(run_id: str, rec: dict[str, Any], prog: dict[str, Any]) -> float | None:
+    now = datetime.now(UTC).replace(tzinfo=None)
+    earlier = _earlier_phases(run_id, rec)
+    return present.loading_left(prog.get("phase"), earlier, now, rec.get("created_at"))
+
+
+def _time_went(prog: dict[str, Any]) -> None:
+    times = present.step_times(prog.get("phase"))
+    if times.empty:
+        return
+    with st.expander("Where the time went (each step of this run, in seconds)"):
+        st.dataframe(times.round({"seconds": 1}), hide_index=True, width="stretch")
+
+
+def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> None:
     store = state.get_store()
     rec = state.run_record(run_id)
     job = state.job_state(run_id)
@@ -188,7 +237,7 @@ def _panel(run_id: str, was_active: bool) -> None:
         if job["error"]:
             widgets.show_error("The run stopped before it started:", RuntimeError(job["error"]))
         elif job["alive"]:
-            st.info("Loading the checkpoints (the first time can take about half a minute)...")
+            st.info("Step: starting")
         else:
             st.warning("This run is not in the store.")
         return
@@ -196,6 +245,7 @@ def _panel(run_id: str, was_active: bool) -> None:
     status = str(prog["status"])
     # Which run and its status first: they are what a reload must show at once.
     st.text(f"{rec.get('label') or run_id}   ({run_id})")
+    _step(run_id, rec, prog, status)
     st.caption(f"status: {status}")
     running = status == "running"
     steps = store.steps(run_id, with_prompts=False)
@@ -224,12 +274,17 @@ def _panel(run_id: str, was_active: bool) -> None:
         "paraphrases/s (last min)",
         "-" if live.rate is None else f"{live.rate:.2f}",
     )
+    loading = _loading_left(run_id, rec, prog) if status in ACTIVE else None
     cols[4].metric(
         "time left (estimate)",
-        fmt_seconds(live.time_left_s),
+        fmt_seconds(live.time_left_s)
+        if live.time_left_s is not None or loading is None
+        else f"{fmt_seconds(loading)} + scoring",
         help="The paraphrases still planned (each question's search budget and, per test "
         "generator, n* or the test budget, capped by its pool) at the rate of the last minute. "
-        "Questions that stop early at a counterexample finish sooner.",
+        "Questions that stop early at a counterexample finish sooner. While the checkpoints "
+        "load: the loading time left, as the last run of the same checkpoints on this machine "
+        "measured it (stored with that run), then scoring.",
     )
     st.progress(live.fraction)
     st.caption(
@@ -245,6 +300,7 @@ def _panel(run_id: str, was_active: bool) -> None:
         st.text(str(rec["error"]))
     if status not in ACTIVE:
         _finished(run_id, rec)
+    _time_went(prog)
     texts = {**_question_texts(state.db_path(), run_id),
              **dict(zip(pairs["pair_id"], pairs["hidden_question"], strict=True))}  # fmt: skip
     ids = [p for p in plans if not p.startswith("#")]
@@ -265,15 +321,17 @@ def _panel(run_id: str, was_active: bool) -> None:
     if active and status in ACTIVE:
         # A callback, so the redraw that follows the click already shows the new status.
         st.button("Cancel this run", key=f"cancel-{run_id}", on_click=cancel, args=(run_id,))
-    if was_active and not active:
-        st.rerun()  # the run ended: redraw the page once, without polling
+    if (was_active and not active) or (status_drawn is not None and status != status_drawn):
+        # the run ended, or its status changed (cancelled while loading): redraw the whole page
+        # once, so the sidebar's pickers read the new status too
+        st.rerun()
 
 
-def _polled_panel(run_id: str, was_active: bool) -> None:
+def _polled_panel(run_id: str, was_active: bool, status_drawn: str | None) -> None:
     """`_panel`, with a notice instead of a crash when the store stays busy (the next poll
     tries again)."""
     try:
-        _panel(run_id, was_active)
+        _panel(run_id, was_active, status_drawn)
     except StoreError as exc:
         widgets.store_notice(exc, key=f"store-busy-live-{run_id}")
 
@@ -281,6 +339,10 @@ def _polled_panel(run_id: str, was_active: bool) -> None:
 def watch_panel(run_id: str) -> None:
     """The live panel; it polls the store while the run is active and stops once it ends."""
     active = is_active(run_id)
+    rec = state.run_record(run_id)
+    status_drawn = None if rec is None else str(state.get_store().run_progress(run_id)["status"])
     if st.query_params.get("watch") != run_id:
         st.query_params["watch"] = run_id
-    st.fragment(run_every=POLL_SECONDS if active else None)(_polled_panel)(run_id, active)
+    st.fragment(run_every=POLL_SECONDS if active else None)(_polled_panel)(
+        run_id, active, status_drawn
+    )

@@ -227,8 +227,58 @@ def cited_message(messages: object, message_id: str) -> dict[str, str] | None:
     return None
 
 
+def _highlighted(pieces: list[tuple[str, bool]]) -> str:
+    """Markdown of a message's text with its cited span on an orange background; every
+    character of the (untrusted) text escaped, line breaks kept."""
+    out = []
+    for text, mark in pieces:
+        safe = widgets.md_escape(text).replace("\n", "  \n")
+        out.append(f":orange-background[{safe}]" if mark and safe.strip() else safe)
+    return "".join(out)
+
+
+def transcript(messages: object, message: str | int, quotes: list[str] | None = None) -> bool:
+    """The cited message inside its transcript: two turns before and after it, the cited one
+    marked and its quoted span highlighted. False when the message is not in the file."""
+    from eraudit_core.sensitivity import transcript_window
+
+    window = transcript_window(messages, message, quotes or [])
+    if window is None:
+        return False
+    for turn in window:
+        if turn["cited"]:
+            st.caption(f"Message {turn['id']} ({turn['role']}), {turn['number']}: cited")
+            with st.container(border=True):
+                st.markdown(_highlighted(turn["pieces"]) or "(empty)")
+        else:
+            st.caption(f"{turn['number']} ({turn['role']})")
+            st.text("".join(t for t, _ in turn["pieces"]) or "(empty)")
+    return True
+
+
+def text_with_refs(text: object, messages: object, key: str) -> None:
+    """A judge's summary or justification as plain text; its [M<n>] references become a row
+    of choices, each opening that message inside its transcript (as a citation does)."""
+    from eraudit_core.sensitivity import message_refs
+
+    body = str(text or "")
+    st.text(body or "(none)")
+    refs = sorted({n for _, n in message_refs(body) if n is not None})
+    if not refs or not isinstance(messages, list) or not messages:
+        return
+    choice = st.pills(
+        "Open a message it refers to",
+        [f"M{n}" for n in refs],
+        key=key,
+        help="Each [M<n>] in the text is the n-th message of the transcript.",
+    )
+    if choice and not transcript(messages, int(str(choice)[1:])):
+        st.caption(f"{choice} is not in this rollouts file.")
+
+
 def citations(highlights: object, messages: object) -> None:
-    """Each highlight of the judge, opening onto the message(s) it cites."""
+    """Each highlight of the judge, opening onto the message(s) it cites, inside the
+    transcript."""
     frame = highlights_frame(highlights)
     if frame.empty:
         st.caption("(no highlights)")
@@ -239,20 +289,16 @@ def citations(highlights: object, messages: object) -> None:
         ids = [str(m) for m in h.get("message_ids") or []]
         head = " ".join(str(h.get("description") or "").split())
         label = f"[{h.get('index')}] {head[:90]}" + (f" (message {', '.join(ids)})" if ids else "")
+        quotes = [str(q) for q in h.get("quotes") or [] if q]
         with st.expander(widgets.md_escape(label)):
-            for q in h.get("quotes") or []:
-                if q:
-                    st.caption("Quoted")
-                    st.text(str(q))
+            for q in quotes:
+                st.caption("Quoted")
+                st.text(q)
             if not ids:
                 st.caption("This highlight cites no message.")
             for mid in ids:
-                msg = cited_message(messages, mid)
-                if msg is None:
+                if not transcript(messages, mid, quotes):
                     st.caption(
                         f"Message {mid} is not in this rollouts file (imported before messages "
                         "were kept, or on a branch the auditor rolled back)."
                     )
-                    continue
-                st.caption(f"Message {msg['id']} ({msg['role']})")
-                st.text(msg["text"] or "(empty)")

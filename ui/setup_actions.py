@@ -44,8 +44,59 @@ def import_benchmark_upload(filename: str, data: bytes, name: str = "") -> dict[
     return {"benchmark_id": bid, "n_pairs": len(bench.pairs), "layout": bench.layout}
 
 
+def nearest_path(text: str, limit: int = 2000) -> str | None:
+    """The existing path nearest to a mistyped one, component by component (each missing
+    component replaced by the closest name in its folder), or None when the path exists or
+    nothing is close."""
+    import difflib
+
+    raw = text.strip()
+    if not raw:
+        return None
+    p = Path(raw).expanduser()
+    if p.exists():
+        return None
+    current = Path(p.anchor) if p.is_absolute() else Path(".")
+    fixed = False
+    for part in p.parts[1:] if p.is_absolute() else p.parts:
+        child = current / part
+        if not child.exists():
+            try:
+                names = sorted(
+                    x.name for _, x in zip(range(limit), current.iterdir(), strict=False)
+                )
+            except OSError:
+                return None
+            close = difflib.get_close_matches(part, names, n=1, cutoff=0.6)
+            if not close:
+                return None
+            child, fixed = current / close[0], True
+        current = child
+    return str(current) if fixed and current.exists() else None
+
+
+def _did_you_mean(path: str) -> str:
+    near = nearest_path(path)
+    return f"; did you mean {near}?" if near else ""
+
+
+def path_hint(spec: str) -> str | None:
+    """ "Did you mean ..." for a checkpoint spec naming a local path that does not exist (each
+    side of BASE+ADAPTER on its own); None for demo and served specs or when nothing is close."""
+    text = spec.strip()
+    if not text or text.startswith(("http://", "https://")):
+        return None
+    sides = [part.split(";")[0] for part in text.split("+")]
+    hints = [
+        near for part in sides if not part.startswith("demo:") and (near := nearest_path(part))
+    ]
+    return f"Did you mean {' + '.join(hints)}?" if hints else None
+
+
 def import_benchmark_path(path: str, name: str = "") -> dict[str, Any]:
     p = Path(path.strip()).expanduser()
+    if not p.is_file():
+        raise InputError(f"{p}: no such benchmark file{_did_you_mean(path)}")
     if p.is_file():
         _check_size(str(p), p.stat().st_size, MAX_BENCHMARK_BYTES)
     bench = load_benchmark(p, name=name.strip() or None)

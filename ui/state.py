@@ -11,6 +11,7 @@ the store on each rerun.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,24 +82,21 @@ def runs_frame() -> pd.DataFrame:
 
 
 def run_label(runs: pd.DataFrame, run_id: str) -> str:
-    """What every run picker shows: label, run id, checkpoints, status and time, so two runs
-    that share a label still read differently."""
+    """What every run picker shows: run id, status and time first (so a narrow picker still
+    tells runs apart and shows which are finished), then the label and any import note."""
     row = runs.loc[runs["run_id"] == run_id]
     if row.empty:
         return run_id
     r = row.iloc[0]
-    parts = [str(r["label"] or "unlabelled"), run_id]
-    pre, post = r.get("pre_name"), r.get("post_name")
-    if pre or post:
-        parts.append(f"{pre or '?'} -> {post or '?'}")
-    parts.append(str(r["status"]))
+    parts = [run_id, str(r["status"])]
+    created = r.get("created_at")
+    if created is not None and not pd.isna(created):
+        parts.append(pd.Timestamp(created).strftime("%m-%d %H:%M"))
+    parts.append(str(r["label"] or "unlabelled"))
     note = imported_note(r.to_dict()) if "imported_from" in row else None
     if note:
         parts.append(note)
-    created = r.get("created_at")
-    if created is not None and not pd.isna(created):
-        parts.append(pd.Timestamp(created).strftime("%Y-%m-%d %H:%M"))
-    return " | ".join(parts)
+    return " · ".join(parts)
 
 
 # The selection lives in these two session-state slots and nowhere else. They are not widget
@@ -111,8 +109,18 @@ _KNOWN_RUNS = "_known_runs"
 _LAST_PAGE = "_last_page"
 
 
+def default_run(runs: pd.DataFrame) -> str | None:
+    """The run a session without a choice opens: the newest whose status is done. A pending,
+    running, cancelled, failed or interrupted run is never chosen for the user (it is offered
+    by the new-run notice instead); None when no run is done."""
+    if runs.empty:
+        return None
+    done = runs.loc[runs["status"] == "done", "run_id"]
+    return str(done.iloc[0]) if not done.empty else None
+
+
 def selected_run() -> str | None:
-    """The run the user chose, else a `run` deep link, else the newest run.
+    """The run the user chose, else a `run` deep link, else the newest finished run.
 
     The fallbacks matter when a page runs without the entry script having drawn the sidebar
     (a page opened directly, or under AppTest.switch_page).
@@ -122,7 +130,7 @@ def selected_run() -> str | None:
     for rid in (st.session_state.get(SELECTED_SLOT), st.query_params.get("run")):
         if rid and rid in ids:
             return str(rid)
-    return None if runs.empty else str(runs["run_id"].iloc[0])
+    return default_run(runs)
 
 
 def compare_run() -> str | None:
@@ -131,7 +139,8 @@ def compare_run() -> str | None:
 
 
 def default_runs_to_show() -> list[str]:
-    """The selected run and its comparison; without one, runs on the same benchmark (up to 3)."""
+    """The selected run and its comparison; without one, finished runs on the same benchmark
+    (up to 3), so an empty cancelled run is never shown unasked."""
     sel = selected_run()
     if sel is None:
         return []
@@ -140,7 +149,8 @@ def default_runs_to_show() -> list[str]:
         return [sel, cmp]
     runs = runs_frame()
     bench = runs.loc[runs["run_id"] == sel, "benchmark_id"].iloc[0]
-    same = [r for r in runs.loc[runs["benchmark_id"] == bench, "run_id"] if r != sel]
+    mine = runs[(runs["benchmark_id"] == bench) & (runs["status"] == "done")]
+    same = [r for r in mine["run_id"] if r != sel]
     return [sel, *same[:2]]
 
 
@@ -191,29 +201,160 @@ def apply_deep_link(page_key: str, ids: list[str]) -> None:
         set_compare_run(cmp)
 
 
-def initial_selection(ids: list[str]) -> str:
-    """The selected run, fixed the first time a session sees runs (the newest then) and
-    changed only by the user: a run started later never takes its place."""
+def initial_selection(runs: pd.DataFrame) -> str | None:
+    """The selected run, fixed the first time a session sees runs (the newest finished one
+    then, see `default_run`) and changed only by the user: a run started later never takes
+    its place. None while no run is done and none was picked."""
+    ids = list(runs["run_id"])
     current = st.session_state.get(SELECTED_SLOT)
     if current not in ids:
-        current = ids[0]
+        current = default_run(runs)
         st.session_state[SELECTED_SLOT] = current
     if (
         st.session_state.get(COMPARE_SLOT) not in ids
         or st.session_state.get(COMPARE_SLOT) == current
     ):
         st.session_state[COMPARE_SLOT] = None
-    return str(current)
+    return None if current is None else str(current)
 
 
-def new_runs(ids: list[str]) -> list[str]:
-    """Runs that appeared since this session first listed the runs (newest first)."""
-    known = st.session_state.setdefault(_KNOWN_RUNS, set(ids))
+def new_runs(ids: list[str], chosen: str | None = None) -> list[str]:
+    """Runs to offer (newest first): those that appeared since this session first listed the
+    runs, and at the session's start those newer than its default (not done, so not chosen)."""
+    if _KNOWN_RUNS not in st.session_state:
+        start = ids.index(chosen) if chosen in ids else len(ids)
+        st.session_state[_KNOWN_RUNS] = set(ids[start:])
+    known = st.session_state[_KNOWN_RUNS]
     return [r for r in ids if r not in known]
 
 
 def acknowledge_runs(run_ids: list[str]) -> None:
     st.session_state.setdefault(_KNOWN_RUNS, set()).update(run_ids)
+
+
+# -- the URL: run, compare and each page's filters ----------------------------------------------
+# The selection and the filters live in session-state slots (they survive a page that does not
+# draw them) and are mirrored into the query string, so a reload or a shared link shows the same
+# view. A page reads its keys from the URL only when it is arrived at (`page_arrival`); on its
+# own reruns the widgets rule and the URL follows.
+
+PAGE_KEYS: dict[str, tuple[str, ...]] = {
+    "explorer": ("q", "verdict", "evidence", "sort", "pair"),
+    "results": ("show", "colour", "amplified", "min_drop", "together", "only_diff", "diff_sort"),
+}
+_FILTER_PAGE = "_filter_page"
+_FILTER_SLOT = "_filter::"
+
+
+def page_arrival(page_key: str) -> bool:
+    """True on a page's first draw since the session drew another page (or ever): then its
+    filters are read from the URL. Called by the page itself, so it holds when a page runs
+    on its own (AppTest.switch_page)."""
+    arrived = st.session_state.get(_FILTER_PAGE) != page_key
+    st.session_state[_FILTER_PAGE] = page_key
+    return arrived
+
+
+def leave_filter_pages(page_key: str) -> None:
+    """The entry script, on every page: a page without filters resets the arrival mark and
+    drops other pages' filter keys from the URL (their values stay in the session)."""
+    if page_key not in PAGE_KEYS:
+        st.session_state[_FILTER_PAGE] = page_key
+    mine = PAGE_KEYS.get(page_key, ())
+    for keys in PAGE_KEYS.values():
+        for key in keys:
+            if key not in mine and key in st.query_params:
+                del st.query_params[key]
+
+
+def sync_selection_url() -> None:
+    """`run=` and `compare=` in the URL, as the session holds them."""
+    for key, slot in (("run", SELECTED_SLOT), ("compare", COMPARE_SLOT)):
+        value = st.session_state.get(slot)
+        if value:
+            if st.query_params.get(key) != value:
+                st.query_params[key] = value
+        elif key in st.query_params:
+            del st.query_params[key]
+
+
+def _parse(raw: list[str], default: Any) -> Any:
+    if isinstance(default, bool):
+        return raw[-1] in ("1", "true", "yes")
+    if isinstance(default, float):
+        return float(raw[-1])
+    if isinstance(default, int):
+        return int(raw[-1])
+    if isinstance(default, (list, tuple)):
+        return list(raw)
+    return raw[-1]
+
+
+def _url_text(value: Any) -> str | list[str]:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def filter_widget(
+    param: str,
+    default: Any,
+    arrived: bool,
+    options: Sequence[Any] | Callable[[Any], bool] | None = None,
+    widget_key: str | None = None,
+) -> dict[str, Any]:
+    """Keyword arguments for a filter widget whose value is owned by a session slot and
+    mirrored in the URL under `param`: its value comes from the URL when the page is arrived
+    at (and the URL's value is valid), else from the slot, else `default`. Pass them to the
+    widget without a value/index/default of its own, then call `put_filter(param, value,
+    default)` with what it returns."""
+    slot = _FILTER_SLOT + param
+    widget_key = widget_key or f"flt-{param}"
+    if arrived and param in st.query_params:
+        try:
+            value = _parse(st.query_params.get_all(param), default)
+        except ValueError:
+            value = None
+        if value is not None and _valid(value, options):
+            st.session_state[slot] = value
+    value = st.session_state.get(slot, default)
+    if not _valid(value, options):
+        value = default
+    st.session_state[widget_key] = list(value) if isinstance(value, (list, tuple)) else value
+    return {"key": widget_key, "on_change": _filter_changed, "args": (widget_key, slot)}
+
+
+def _valid(value: Any, options: Sequence[Any] | Callable[[Any], bool] | None) -> bool:
+    if options is None:
+        return True
+    if callable(options):  # a check, e.g. a number input's range
+        return bool(options(value))
+    if isinstance(value, (list, tuple)):
+        return all(v in options for v in value)
+    return value in options
+
+
+def _filter_changed(widget_key: str, slot: str) -> None:
+    st.session_state[slot] = st.session_state.get(widget_key)
+
+
+def put_filter(param: str, value: Any, default: Any) -> None:
+    """Mirror a filter's value into the URL (absent when it is the default)."""
+    is_default = (
+        list(value) == list(default)
+        if isinstance(default, (list, tuple)) and isinstance(value, (list, tuple))
+        else value == default
+    )
+    if is_default:
+        if param in st.query_params:
+            del st.query_params[param]
+        return
+    text = _url_text(value)
+    current = st.query_params.get_all(param)
+    if current != ([text] if isinstance(text, str) else text):
+        st.query_params[param] = text
 
 
 # -- checkpoints ------------------------------------------------------------------------------

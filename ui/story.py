@@ -11,7 +11,7 @@ import streamlit as st
 from eraudit_core import present
 from ui import state, widgets
 from ui.explore import diff_markdown
-from ui.widgets import fmt, md_escape
+from ui.widgets import fit_table, fmt, md_escape
 
 
 def story_frame(table: pd.DataFrame) -> pd.DataFrame:
@@ -79,7 +79,7 @@ def standard_vs_audit(run_ids: Sequence[str]) -> None:
     lead = present.story_lead(table)
     if lead:
         st.markdown(md_escape(lead))
-    st.dataframe(story_frame(table), hide_index=True, width="stretch")
+    fit_table(story_frame(table))  # every column on a phone too (a card per row)
     st.caption(
         "Standard evaluation: the canonical wording of each hidden question (accuracy = share "
         "with p(true) > 0.5; MTP = mean probability of the true answer). Audit: paraphrases the "

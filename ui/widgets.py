@@ -53,10 +53,12 @@ def store_notice(exc: BaseException, key: str = "store-busy-retry") -> None:
     st.button("Try again", key=key)
 
 
-def show_error(prefix: str, exc: BaseException) -> None:
-    """An error the user can act on, inline, with the library's message as plain text."""
-    st.error(prefix)
-    st.text(str(exc))
+def show_error(prefix: str, exc: BaseException, hint: str | None = None) -> None:
+    """An error the user can act on: what failed and the library's reason (escaped, so it
+    shows as plain text) inside one error box, and a hint (a path that exists) after it."""
+    reason = md_escape(str(exc))
+    more = f"\n\n{md_escape(hint)}" if hint else ""
+    st.error(f"{prefix}\n\n{reason}{more}")
 
 
 def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -276,3 +278,48 @@ def imported_notice(run_id: str) -> None:
     note = present.imported_note(state.get_store().run(run_id))
     if note:
         st.warning(f"Run {run_id}: {note}.", icon=":material/input:")
+
+
+FIT_TABLE_CSS = """
+<style>
+.eraudit-fit table { width: 100%; border-collapse: collapse; font-size: .88rem; }
+.eraudit-fit th, .eraudit-fit td { border-bottom: 1px solid #e6e6e6; padding: .3rem .45rem;
+  text-align: left; vertical-align: top; overflow-wrap: anywhere; }
+.eraudit-fit th { background: #f6f6f6; font-weight: 600; }
+.eraudit-fit td.num { text-align: right; font-variant-numeric: tabular-nums; }
+@media (max-width: 640px) {  /* a phone: each row becomes a card, every column labelled */
+  .eraudit-fit thead { display: none; }
+  .eraudit-fit tr { display: block; border: 1px solid #e6e6e6; border-radius: 6px;
+    margin-bottom: .5rem; padding: .2rem .4rem; }
+  .eraudit-fit td { display: flex; justify-content: space-between; gap: .8rem;
+    border-bottom: none; padding: .15rem 0; text-align: right; }
+  .eraudit-fit td::before { content: attr(data-label); color: #555; text-align: left; }
+}
+</style>
+"""
+
+
+def fit_table(frame: pd.DataFrame) -> None:
+    """A small table that never clips: columns wrap on a wide screen, and on a phone every row
+    is a card listing each column by its name. Every cell is HTML-escaped (untrusted text)."""
+    import html
+
+    esc = html.escape
+
+    def cell(col: str, value: Any) -> str:
+        text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else value
+        num = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return (
+            f'<td class="{"num" if num else ""}" data-label="{esc(str(col))}">{esc(str(text))}</td>'
+        )
+
+    head = "".join(f"<th>{esc(str(c))}</th>" for c in frame.columns)
+    body = "".join(
+        "<tr>" + "".join(cell(c, v) for c, v in zip(frame.columns, row, strict=True)) + "</tr>"
+        for row in frame.itertuples(index=False, name=None)
+    )
+    st.markdown(
+        FIT_TABLE_CSS + f'<div class="eraudit-fit"><table><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>",
+        unsafe_allow_html=True,
+    )

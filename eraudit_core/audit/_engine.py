@@ -175,6 +175,8 @@ class AuditEngine:
         self._generators: tuple[str, ...] = ()
         self.progress = progress
         self.should_cancel = should_cancel
+        # told what the engine starts next ("scoring question 2 of 3: ..."), for a live view
+        self.on_step: Callable[[str], None] | None = None
         self._cancel_flag = False  # the store's cancel flag, as read with the last batch
         # A served checkpoint waits on the network: score pre and post at the same time then.
         # (Not when both are one object: the second call then reads what the first scored.)
@@ -347,6 +349,8 @@ class AuditEngine:
         self, run_id: str, item: AuditItem, done: int, n_pairs: int, t0: float
     ) -> PairResult:
         cfg = self.config
+        if self.on_step is not None:
+            self.on_step(f"scoring question {done + 1} of {n_pairs}: counterexample search")
         self._begin_pair(run_id, item)
         canon = [item.monitored] + ([item.hidden] if item.hidden.question else [])
         scores = self._pre_post(canon)
@@ -386,6 +390,8 @@ class AuditEngine:
         if search:
             self._report(run_id, item.pair_id, done, n_pairs, 1, "search", len(search), None, t0)
 
+        if self.on_step is not None:
+            self.on_step(f"scoring question {done + 1} of {n_pairs}: sequential test")
         tests = self._stage2(run_id, item, den, all_steps, n_search_cex > 0, done, n_pairs, t0)
         verdict = pair_verdict(n_search_cex, tests, target=cfg.target, tv_delta=cfg.tv_delta)
         stage = 1 if n_search_cex else (2 if any(g.n for g in tests) else None)

@@ -120,7 +120,7 @@ class RunRequest:
 
     `pair_ids` empty: every pair of the benchmark (the first `limit` of them when set).
     `epsilon` given as an `EpsilonSource`: the config's epsilon is set from it, so the two
-    cannot disagree. `control`: a run shown beside this one. `noise_floor`: a scoring-noise
+    cannot disagree. `control`: a run shown beside this one. `noise_floor`: a numerical-precision
     floor the auditor declares (the larger of it and the measured one is used).
     """
 

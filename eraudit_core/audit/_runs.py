@@ -8,6 +8,7 @@ lets `resume_run` rebuild the same items after a crash or an app restart.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import secrets
@@ -27,12 +28,13 @@ from eraudit_core.audit._engine import (
 from eraudit_core.audit._evidence import noise_floor_record
 from eraudit_core.audit._inputs import draw_order
 from eraudit_core.audit._request import RunRequest
-from eraudit_core.errors import InputError
+from eraudit_core.errors import CancelledError, InputError, StoreError
 from eraudit_core.jobs import Job, JobRunner
 from eraudit_core.store import Store
 from eraudit_core.types import Paraphrase, Query
 from eraudit_core.verifier import (
     MIN_LABEL_MASS,
+    MIN_TOP_SHARE,
     check_label_mass,
     measure_noise_floor,
     run_noise_floor,
@@ -174,8 +176,81 @@ def pool_warnings(items: Sequence[AuditItem], config: AuditConfig) -> list[str]:
     return out
 
 
+def _utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+class StepReporter:
+    """What a run's worker is doing, written to the run (`phase`) as it starts each step, so
+    any page polling the store can show "Step: <what> (<N> s)" with N counted from `origin`
+    (the click that started the run). Each finished step's seconds go to `log`: where the
+    time went. Asking for the next step is also where a cancel requested while loading takes
+    effect (CancelledError), since loading cannot stop half way."""
+
+    def __init__(
+        self,
+        store: Store,
+        run_id: str,
+        origin: dt.datetime | None = None,
+        should_cancel: Callable[[], bool] | None = None,
+    ) -> None:
+        self.store, self.run_id, self.should_cancel = store, run_id, should_cancel
+        self.watch_store = False  # also read the store's cancel flag (a run not yet claimed)
+        self.origin = origin or _utcnow()
+        self.log: list[dict[str, Any]] = []
+        self.what: str | None = None
+        self.since = self.origin
+
+    def cancelled(self) -> bool:
+        if self.should_cancel is not None and self.should_cancel():
+            return True
+        return self.watch_store and self.store.cancel_requested(self.run_id)
+
+    def __call__(self, what: str | None) -> None:
+        """Start step `what` (None: the worker stopped)."""
+        now = _utcnow()
+        seconds = round((now - self.since).total_seconds(), 3)
+        if self.what is not None:
+            self.log.append({"step": self.what, "seconds": seconds})
+        elif not self.log and seconds >= 0.5:  # from the click to the worker's first step
+            self.log.append({"step": "starting", "seconds": seconds})
+        self.what, self.since = what, now
+        with contextlib.suppress(StoreError):  # a busy store must not fail the audit
+            self.store.set_run_phase(
+                self.run_id,
+                {
+                    "origin": self.origin.isoformat(),
+                    "step": what,
+                    "since": now.isoformat(),
+                    "log": self.log,
+                },
+            )
+        if what is not None and self.cancelled():
+            raise CancelledError(f"run {self.run_id} was cancelled while {what}")
+
+
+def _stored_label_mass(
+    details: dict[str, Any], readout: str | None, minimum: float
+) -> dict[str, Any] | None:
+    """The label mass stored at an earlier registration of the same fingerprint (the
+    fingerprint covers the weights, prompt format and readout, so the mass is the same), when
+    it passes `minimum` by the same rule as `check_label_mass`; None to measure it again."""
+    mass = details.get("label_mass") or {}
+    if details.get("readout") != readout or mass.get("median") is None:
+        return None
+    if mass["median"] >= minimum:
+        return dict(mass)
+    share = mass.get("top_share")
+    return dict(mass) if share is not None and share > MIN_TOP_SHARE else None
+
+
 def register_checkpoint(
-    store: Store, verifier: Any, name: str, *, min_label_mass: float = MIN_LABEL_MASS
+    store: Store,
+    verifier: Any,
+    name: str,
+    *,
+    min_label_mass: float = MIN_LABEL_MASS,
+    step: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Record a loaded checkpoint (fingerprint, name, description) in the store.
 
@@ -186,10 +261,26 @@ def register_checkpoint(
     any cached score is reused), and that first registration stays the reference.
     """
     details = dict(verifier.describe())
-    details["label_mass"] = check_label_mass(verifier, min_label_mass)
     fmt = getattr(verifier, "format", None)
     details["readout"] = fmt.readout.name if fmt is not None else None
     check = getattr(verifier, "check_registration", None)
+    known = store.checkpoints()
+    row = known.loc[known["fingerprint"] == verifier.fingerprint]
+    before = row["details"].iloc[0] if not row.empty else None
+    stored = (json.loads(before) if isinstance(before, str) else before or {}) if before else {}
+    # A local checkpoint's label mass and noise floor are measured once per fingerprint (the
+    # same weights and prompt format give the same numbers); a served one is measured again,
+    # since the server behind a name can change.
+    again = (
+        None
+        if check is not None
+        else _stored_label_mass(stored, details["readout"], min_label_mass)
+    )
+    if again is None:
+        if step is not None:
+            step(f"registering {name}: label-mass check")
+        again = check_label_mass(verifier, min_label_mass)
+    details["label_mass"] = again
     if check is not None:
         known = store.checkpoints()
         row = known.loc[known["fingerprint"] == verifier.fingerprint]
@@ -202,10 +293,8 @@ def register_checkpoint(
                 registered = {**registered, "noise_floor": drift}
                 store.register_checkpoint(verifier.fingerprint, row["name"].iloc[0], registered)
             return registered
-    known = store.checkpoints()
-    row = known.loc[known["fingerprint"] == verifier.fingerprint]
-    before = row["details"].iloc[0] if not row.empty else None
-    stored = (json.loads(before) if isinstance(before, str) else before or {}) if before else {}
+    if not stored.get("noise_floor") and step is not None:
+        step(f"registering {name}: precision probe")
     # measured once per fingerprint (the same weights give the same floor)
     details["noise_floor"] = stored.get("noise_floor") or measure_noise_floor(verifier)
     store.register_checkpoint(verifier.fingerprint, name, details)
@@ -218,15 +307,26 @@ def _load_checkpoints(
     post_spec: str,
     config: AuditConfig,
     run_id: str | None = None,
+    step: Callable[[str], None] | None = None,
 ) -> tuple[Any, Any]:
     """Load and register both checkpoints (read with the run's wording and readout); a run
     records the noise floor it uses: the larger of the two checkpoints' measured floors, or
-    the auditor's declared one if larger."""
-    from eraudit_core.verifier import load_pair
+    the auditor's declared one if larger. Two local checkpoints on one base share one copy of
+    it (`load_checkpoint`'s share_base): the second load only adds its adapter."""
+    from eraudit_core.verifier import load_checkpoint, parse_spec
 
-    pre, post = load_pair(pre_spec, post_spec, **config.prompt_settings())
+    say = step or (lambda what: None)
+    settings = config.prompt_settings()
+    say(f"loading {pre_spec} weights")
+    pre = load_checkpoint(parse_spec(pre_spec), **settings)
+    a, b = parse_spec(pre_spec), parse_spec(post_spec)
+    shared = getattr(a, "base", None) is not None and getattr(a, "base", None) == getattr(
+        b, "base", None
+    )
+    say(f"loading {post_spec}" + (" (adapter on the shared base)" if shared else " weights"))
+    post = load_checkpoint(b, **settings)
     details = [
-        register_checkpoint(store, v, s, min_label_mass=config.min_label_mass)
+        register_checkpoint(store, v, s, min_label_mass=config.min_label_mass, step=step)
         for v, s in ((pre, pre_spec), (post, post_spec))
     ]
     if run_id is not None:
@@ -289,19 +389,42 @@ def execute_model_run(
     progress: ProgressCallback | None = None,
     should_cancel: Callable[[], bool] | None = None,
 ) -> None:
-    """Load the checkpoints (recording a failure in the run) and audit what is not done."""
+    """Load the checkpoints (recording a failure in the run) and audit what is not done. The
+    worker's steps are written to the run as it goes (`StepReporter`), timed from the click
+    that created a fresh run, or from now for a resumed one."""
+    run = store.run(run_id)
+    fresh = run["status"] == "pending" and not store.finished_pair_ids(run_id)
+    created: Any = run.get("created_at")
+    if hasattr(created, "to_pydatetime"):
+        created = created.to_pydatetime()
+    origin = created if fresh and isinstance(created, dt.datetime) else None
+    step = StepReporter(store, run_id, origin, should_cancel)
+    step.watch_store = fresh  # a cancel asked from another process before the run started
     try:
-        pre, post = _load_checkpoints(store, pre_spec, post_spec, config, run_id)
+        pre, post = _load_checkpoints(store, pre_spec, post_spec, config, run_id, step)
+    except CancelledError:
+        step(None)
+        store.set_run_status(run_id, "cancelled", "cancelled by the user before it started")
+        return
     except KeyboardInterrupt:
+        step(None)
         store.set_run_status(run_id, "cancelled", "cancelled by Ctrl-C while loading checkpoints")
         raise
     except BaseException as exc:
+        step(None)
         store.set_run_status(run_id, "failed", f"loading checkpoints: {type(exc).__name__}: {exc}")
         raise
     if should_cancel is not None and should_cancel():  # cancelled while loading: never start
+        step(None)
         store.set_run_status(run_id, "cancelled", "cancelled by the user before it started")
         return
-    AuditEngine(store, pre, post, config, progress, should_cancel).resume(run_id, items)
+    step.should_cancel, step.watch_store = None, False  # the engine checks from here
+    engine = AuditEngine(store, pre, post, config, progress, should_cancel)
+    engine.on_step = step
+    try:
+        engine.resume(run_id, items)
+    finally:
+        step(None)
 
 
 def run_model_audit(

@@ -127,7 +127,7 @@ def read_paraphrase_candidates(
     records = parse_json(content, str(path))
     out: list[tuple[str, str, str]] = []
     for i, rec in enumerate(records):
-        where = f"{path}: record {i}"
+        where = f"{path}: record {i + 1}"  # counted from 1
         if not isinstance(rec, dict):
             raise InputError(f"{where}: expected a JSON object")
         if isinstance(rec.get("pair_id"), str):

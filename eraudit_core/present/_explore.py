@@ -1,4 +1,4 @@
-"""The Question explorer's views (issue 20 item 2): questions sorted by how much they need an
+"""The Question explorer's views: questions sorted by how much they need an
 auditor's eye, filtered by verdict and evidence, and one question's rewordings as rows an
 auditor can read (word diff against the original wording, the prompt, labels).
 
@@ -28,7 +28,15 @@ SORTS = (
     "lowest bound",
     "benchmark order",
 )
-FLAGS = ("amplified (g <= k)", "within numerical precision", "has a counterexample")
+FLAGS = (
+    "amplified (g <= k)",
+    "within numerical precision",
+    "has a counterexample",
+    "not amplified",
+)
+# A drop this small is float rounding, not a change the model made (float32 carries about 7
+# significant digits); with a measured numerical precision, the floor is the limit.
+PRECISION = 1e-6
 NOT_RUN = "not run"
 
 
@@ -44,25 +52,36 @@ def explorer_questions(store: Store, run_id: str) -> pd.DataFrame:
     return questions.merge(ev, on="pair_id", how="left")
 
 
+def moved_drop(questions: pd.DataFrame) -> pd.Series:
+    """The drop in p(true) on each question's worst rewording where it is beyond the numerical
+    precision (larger than PRECISION and not within the numerical precision), else 0."""
+    drop = questions["worst_drop"].astype(float).fillna(0.0)
+    noise = questions["within_noise"].fillna(False).astype(bool)
+    return drop.where((drop > PRECISION) & ~noise, 0.0)
+
+
 def sort_questions(questions: pd.DataFrame, how: str) -> pd.DataFrame:
     """Questions in the order `how` (one of SORTS) names; ties keep benchmark order.
 
-    "most severe first": degraded before inconclusive before passed before certified; degraded
-    ones by largest D, then largest drop; the others by lowest bound.
+    "most severe first" ranks by what moved: the drop in p(true) on the worst rewording,
+    beyond the numerical precision (`moved_drop`), largest first. Amplified questions (gain
+    <= k, whose D is the drop divided by the k floor) form their own group after the others,
+    ranked the same way. Ties (no drop beyond precision) go degraded, inconclusive, passed,
+    certified, then by lowest bound.
     """
     if how not in SORTS:
         raise ValueError(f"sort: {how!r} is not one of {', '.join(SORTS)}")
     q = questions.assign(
+        _amp=questions["amplified"].fillna(False).astype(bool).astype(int),
+        _moved=-moved_drop(questions),
         _sev=questions["status"].map(SEVERITY).fillna(len(SEVERITY)),
         _d=-questions["max_d"].astype(float).fillna(-np.inf),
         _drop=-questions["worst_drop"].astype(float).fillna(-np.inf),
         _bound=questions["bound"].astype(float).fillna(np.inf),
         _index=questions["pair_index"],
     )
-    q["_deg_d"] = np.where(q["status"] == "degraded", q["_d"], 0.0)
-    q["_deg_drop"] = np.where(q["status"] == "degraded", q["_drop"], 0.0)
     keys = {
-        "most severe first": ["_sev", "_deg_d", "_deg_drop", "_bound", "_index"],
+        "most severe first": ["_amp", "_moved", "_sev", "_bound", "_index"],
         "largest D": ["_d", "_index"],
         "largest drop": ["_drop", "_index"],
         "lowest bound": ["_bound", "_index"],
@@ -91,6 +110,7 @@ def filter_questions(
             FLAGS[0]: out["amplified"].fillna(False).astype(bool),
             FLAGS[1]: out["within_noise"].fillna(False).astype(bool),
             FLAGS[2]: out["n_counterexamples"].fillna(0).astype(int) > 0,
+            FLAGS[3]: ~out["amplified"].fillna(False).astype(bool),
         }[flag]
         out = out[column]
     needle = text.strip()

@@ -47,8 +47,8 @@ def _counts(ov: dict[str, Any]) -> str:
 
 def _example(store: Store, run_id: str) -> dict[str, Any] | None:
     """The question to show: one the adapted model answers correctly in its original wording
-    while a rewording fails it (when the run has one), else the degraded question with the
-    largest D."""
+    while a rewording fails it (when the run has one), else the degraded question that comes
+    first "most severe first" (the largest drop beyond precision, amplified ones last)."""
     ex = concealed_example(store, run_id)
     if ex is not None:
         return {
@@ -63,7 +63,12 @@ def _example(store: Store, run_id: str) -> dict[str, Any] | None:
     deg = pairs[(pairs["status"] == "degraded") & pairs["worst_text"].notna()]
     if deg.empty:
         return None
-    r = deg.sort_values("max_d", ascending=False, kind="stable").iloc[0]
+    # the Explorer's "most severe first": what moved, amplified questions last
+    from eraudit_core.present._explore import explorer_questions, sort_questions
+
+    order = sort_questions(explorer_questions(store, run_id), "most severe first")["pair_id"]
+    rank = {pid: i for i, pid in enumerate(order)}
+    r = deg.assign(_rank=deg["pair_id"].map(rank)).sort_values("_rank", kind="stable").iloc[0]
     return {
         "question": str(r["hidden_question"]),
         "rewording": str(r["worst_text"]),

@@ -169,3 +169,78 @@ def _recorded_items(store: Store, run: Mapping[str, Any], config: AuditConfig) -
     except (InputError, OSError, KeyError, ValueError):
         return None
     return None
+
+
+# -- the worker's step ---------------------------------------------------------------------------
+ACTIVE_STATUSES = ("pending", "running")
+SCORING = "scoring"
+
+
+def _when(value: Any) -> datetime | None:
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    try:
+        stamp = pd.Timestamp(value)
+    except (TypeError, ValueError):
+        return None
+    if stamp is pd.NaT:
+        return None
+    return stamp.tz_convert(None).to_pydatetime() if stamp.tzinfo else stamp.to_pydatetime()
+
+
+def step_line(
+    phase: Mapping[str, Any] | None, status: str, now: datetime, created_at: Any = None
+) -> str | None:
+    """ "Step: <what> (<N> s)" for a pending or running run: what its worker does now (as it
+    wrote it to the store), N the whole seconds since the click that started it (the step's
+    `origin`, else the run's creation). None once the run stopped: a cancelled, failed or
+    finished run has no current step."""
+    if status not in ACTIVE_STATUSES:
+        return None
+    phase = phase or {}
+    what = phase.get("step") or ("starting" if status == "pending" else "finishing")
+    origin = _when(phase.get("origin")) or _when(created_at)
+    seconds = max(0, int((now - origin).total_seconds())) if origin is not None else 0
+    return f"Step: {what} ({seconds} s)"
+
+
+def step_times(phase: Mapping[str, Any] | None) -> pd.DataFrame:
+    """Where a run's time went: one row per finished step (step, seconds), in order."""
+    log = list((phase or {}).get("log") or [])
+    return pd.DataFrame(
+        [{"step": str(e.get("step")), "seconds": float(e.get("seconds") or 0.0)} for e in log],
+        columns=["step", "seconds"],
+    )
+
+
+def loading_seconds(phase: Mapping[str, Any] | None) -> float | None:
+    """Seconds from the click to the first scoring step of a run (loading and registering its
+    checkpoints), or None when it never reached scoring."""
+    times = step_times(phase)
+    scoring = times["step"].str.startswith(SCORING)
+    if not scoring.any():
+        return None
+    first = int(scoring.to_numpy().argmax())
+    return float(times["seconds"].iloc[:first].sum())
+
+
+def loading_left(
+    phase: Mapping[str, Any] | None,
+    earlier: Sequence[Mapping[str, Any] | None],
+    now: datetime,
+    created_at: Any = None,
+) -> float | None:
+    """While a run loads (no scoring step yet), the seconds left by the latest earlier run of
+    the same checkpoints that reached scoring on this machine (its loading time, stored in its
+    steps, minus the time since this run's click); None without such a run or once scoring."""
+    steps = step_times(phase)
+    current = str((phase or {}).get("step") or "")
+    if current.startswith(SCORING) or steps["step"].str.startswith(SCORING).any():
+        return None
+    for other in earlier:
+        took = loading_seconds(other)
+        if took is not None:
+            origin = _when((phase or {}).get("origin")) or _when(created_at)
+            since = (now - origin).total_seconds() if origin is not None else 0.0
+            return max(0.0, took - since)
+    return None

@@ -251,7 +251,8 @@ def story_check(store: Store, table: pd.DataFrame) -> str | None:
 def concealed_example(store: Store, run_id: str) -> dict[str, Any] | None:
     """The clearest hidden question whose canonical wording the adapted verifier answers
     correctly (p(true) > 0.5 after adaptation) while a paraphrase of it is a counterexample:
-    the one with the lowest p(true) after adaptation on such a paraphrase. None when the run
+    the largest drop in p(true) on such a paraphrase, questions whose gain is at most k
+    (amplified) last. None when the run
     has no such question."""
     pairs = store.pair_results(run_id)
     if pairs.empty:
@@ -263,7 +264,12 @@ def concealed_example(store: Store, run_id: str) -> dict[str, Any] | None:
     hits = steps[steps["is_counterexample"].astype(bool) & steps["pair_id"].isin(ok["pair_id"])]
     if hits.empty:
         return None
-    worst = hits.sort_values(["p_post", "pair_id", "t"]).iloc[0]
+    # what moved ranks first: amplified questions (gain <= k) last, then the largest drop
+    amplified = dict(zip(ok["pair_id"], ok["amplified"].fillna(False).astype(bool), strict=True))
+    hits = hits.assign(
+        _amp=hits["pair_id"].map(amplified).astype(int), _drop=hits["p_post"] - hits["p_pre"]
+    )
+    worst = hits.sort_values(["_amp", "_drop", "p_post", "pair_id", "t"]).iloc[0]
     pair = ok[ok["pair_id"] == worst["pair_id"]].iloc[0]
     return {
         "pair_id": str(pair["pair_id"]),

@@ -20,6 +20,8 @@ from eraudit_core.sensitivity._findings import (
     by_evidence,
     finding,
     format_p,
+    message_refs,
+    transcript_window,
 )
 from eraudit_core.sensitivity._import import (
     IMPORT_DROPPED_COLUMNS,
@@ -65,6 +67,8 @@ __all__ = [
     "by_evidence",
     "finding",
     "format_p",
+    "message_refs",
+    "transcript_window",
     "BehaviourResult",
     "DEFAULT_V2_JUDGE",
     "DROP_REASONS",

@@ -8,6 +8,9 @@ condition moves, in which direction, by how much and how surely. These helpers o
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Sequence
+from typing import Any
 
 from eraudit_core.sensitivity._results import BehaviourResult, Contrast, SensitivityResult
 
@@ -113,3 +116,83 @@ def finding(b: BehaviourResult) -> str:
         f"Under {c.condition}, {what} scores are {way} than under {b.reference_condition}: "
         f"{numbers}{caveat}."
     )
+
+
+# -- citations: a cited message inside its transcript ----------------------------------------------
+
+_REF = re.compile(r"\[M(\d+)\]")
+
+
+def message_refs(text: str) -> list[tuple[str, int | None]]:
+    """A judge's text split at its `[M<n>]` references: (piece, None) for plain text and
+    (reference, n) for each reference, n the message's 1-based place in the transcript (as
+    Petri numbers them), so a page can make each reference open that message."""
+    out: list[tuple[str, int | None]] = []
+    pos = 0
+    for m in _REF.finditer(str(text)):
+        if m.start() > pos:
+            out.append((text[pos : m.start()], None))
+        out.append((m.group(0), int(m.group(1))))
+        pos = m.end()
+    if pos < len(text):
+        out.append((text[pos:], None))
+    return out
+
+
+def _spans(text: str, quotes: Sequence[str]) -> list[tuple[str, bool]]:
+    """`text` cut into (piece, highlighted) where any quote occurs (whitespace-insensitive
+    matching is not attempted: a quote is highlighted where it occurs verbatim)."""
+    marks = [False] * len(text)
+    for q in quotes:
+        q = str(q or "").strip()
+        if not q:
+            continue
+        start = text.find(q)
+        while start >= 0:
+            for i in range(start, start + len(q)):
+                marks[i] = True
+            start = text.find(q, start + len(q))
+    pieces: list[tuple[str, bool]] = []
+    for ch, mark in zip(text, marks, strict=True):
+        if pieces and pieces[-1][1] == mark:
+            pieces[-1] = (pieces[-1][0] + ch, mark)
+        else:
+            pieces.append((ch, mark))
+    return pieces
+
+
+def transcript_window(
+    messages: object,
+    message: str | int,
+    quotes: Sequence[str] = (),
+    around: int = 2,
+) -> list[dict[str, Any]] | None:
+    """The cited message with the `around` turns before and after it, in transcript order:
+    one dict per turn with "number" (M<n>, 1-based), "id", "role", "cited" and "pieces"
+    ((text, highlighted) pairs: the quoted span of the cited message highlighted, or all of
+    it when the highlight quotes nothing that occurs in it). `message` is a message id or a
+    1-based number (an [M<n>] reference). None when the message is not in the transcript."""
+    turns = [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+    if isinstance(message, int):
+        at = message - 1 if 1 <= message <= len(turns) else None
+    else:
+        at = next((i for i, m in enumerate(turns) if str(m.get("id")) == str(message)), None)
+    if at is None:
+        return None
+    out = []
+    for i in range(max(0, at - around), min(len(turns), at + around + 1)):
+        text = str(turns[i].get("text") or "")
+        cited = i == at
+        pieces = _spans(text, quotes) if cited else [(text, False)]
+        if cited and not any(mark for _, mark in pieces):
+            pieces = [(text, True)]
+        out.append(
+            {
+                "number": f"M{i + 1}",
+                "id": str(turns[i].get("id") or ""),
+                "role": str(turns[i].get("role") or ""),
+                "cited": cited,
+                "pieces": pieces,
+            }
+        )
+    return out

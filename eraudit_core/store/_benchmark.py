@@ -160,7 +160,7 @@ def parse_benchmark(raw: bytes, source: str, name: str) -> Benchmark:
             raise InputError(f"{source}: the JSON is nested too deeply to read") from None
         except json.JSONDecodeError as exc:
             record = _failing_record(text)
-            where = f"record {record}, " if record is not None else ""
+            where = f"record {record + 1}, " if record is not None else ""
             raise InputError(
                 f"{source}: malformed or truncated JSON in {where}line {exc.lineno}, column "
                 f"{exc.colno}: {exc.msg}"
@@ -176,12 +176,12 @@ def parse_benchmark(raw: bytes, source: str, name: str) -> Benchmark:
                 rec = json.loads(line)
             except RecursionError:
                 raise InputError(
-                    f"{source}: line {line_no} (record {len(pairs)}): the JSON is nested too "
+                    f"{source}: line {line_no} (record {len(pairs) + 1}): the JSON is nested too "
                     "deeply to read"
                 ) from None
             except json.JSONDecodeError as exc:
                 raise InputError(
-                    f"{source}: line {line_no} (record {len(pairs)}) is not valid JSON: {exc.msg}"
+                    f"{source}: line {line_no} (record {len(pairs) + 1}) is not valid JSON: {exc.msg}"
                 ) from exc
             pairs.append(_jsonl_record(source, name, len(pairs), rec))
         layout = "jsonl"
@@ -222,7 +222,7 @@ def load_bundled_benchmark() -> Benchmark:
 
 def _where(source: str, index: int, pair_id: str | None) -> str:
     pid = f", pair {pair_id}" if pair_id else ""
-    return f"{source}: record {index}{pid}"
+    return f"{source}: record {index + 1}{pid}"  # records are counted from 1
 
 
 def _text_field(rec: Mapping[str, Any], key: str, where: str, path: str) -> str:
@@ -327,7 +327,7 @@ def _check_unique(source: str, pairs: Sequence[Pair]) -> None:
         if pair.pair_id in seen:
             raise InputError(
                 f"{_where(source, pair.index, pair.pair_id)}: duplicate pair id (same as record "
-                f"{seen[pair.pair_id]}); field pair_id must be unique"
+                f"{seen[pair.pair_id] + 1}); field pair_id must be unique"
             )
         seen[pair.pair_id] = pair.index
 

@@ -201,6 +201,15 @@ class RunTables(Tables):
                 [json.dumps(dict(traffic), default=str), run_id],
             )
 
+    def set_run_phase(self, run_id: str, phase: Mapping[str, Any]) -> None:
+        """The worker's current step and its earlier steps' durations (see
+        eraudit_core.audit._runs.StepReporter)."""
+        with self._write() as w:
+            w.execute(
+                "UPDATE runs SET phase = ? WHERE run_id = ?",
+                [json.dumps(dict(phase), default=str), run_id],
+            )
+
     def record_batch(
         self,
         run_id: str,
@@ -444,7 +453,7 @@ class RunTables(Tables):
             "(SELECT count(*) FROM run_pairs p WHERE p.run_id = r.run_id AND p.status = 'degraded'), "
             "(SELECT count(*) FROM run_steps s WHERE s.run_id = r.run_id), "
             "r.owner_pid, r.owner_host, r.owner_token, r.heartbeat_at, r.traffic, "
-            "r.active_seconds, r.resumed_at "
+            "r.active_seconds, r.resumed_at, r.phase "
             "FROM runs r WHERE r.run_id = ?",
             [run_id],
         )
@@ -471,6 +480,8 @@ class RunTables(Tables):
             # set while it runs; NULL when it stopped, or was never claimed).
             "active_seconds": float(r[15] or 0.0),
             "resumed_at": r[16] if dead is None else None,
+            # the worker's current step and earlier steps (None before any was reported)
+            "phase": json.loads(r[17]) if isinstance(r[17], str) else r[17],
         }
 
     def delete_run(self, run_id: str) -> None:

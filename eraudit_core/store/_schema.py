@@ -173,6 +173,10 @@ MIGRATIONS: dict[int, list[str]] = {
             created_at TIMESTAMP NOT NULL)""",
         "CREATE INDEX paraphrase_labels_run ON paraphrase_labels (run_id, pair_id)",
     ],
+    # 11: what a run's worker is doing right now (loading weights, registering a checkpoint,
+    # scoring question i of n), since when, and how long each earlier step took, written by the
+    # worker and read by any page polling the store (docs/dashboard.md, "The Step line").
+    11: ["ALTER TABLE runs ADD COLUMN phase JSON"],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 RUN_STATUSES = ("pending", "running", "done", "failed", "cancelled", "interrupted")

@@ -190,7 +190,7 @@ def test_benchmark_record_with_a_wrong_typed_field(tmp_path, capsys, extra, fiel
     db = tmp_path / "b.duckdb"
     code, _, err = _run(capsys, "import-benchmark", str(path), "--db", str(db))
     assert code == 2, err
-    assert str(path) in err and "record 1" in err and field in err and "Traceback" not in err
+    assert str(path) in err and "record 2" in err and field in err and "Traceback" not in err
     with Store(db) as store:
         assert store.benchmarks().empty
 
@@ -203,7 +203,7 @@ def test_benchmark_with_a_lone_surrogate_in_a_question(tmp_path, capsys):
     db = tmp_path / "b.duckdb"
     code, _, err = _run(capsys, "import-benchmark", str(path), "--db", str(db))
     assert code == 2, err
-    assert "record 1" in err and "hidden.question" in err and "surrogate" in err
+    assert "record 2" in err and "hidden.question" in err and "surrogate" in err
     with Store(db) as store:
         assert store.benchmarks().empty
 

@@ -99,13 +99,15 @@ def test_results_compare_choices_follow_the_one_selection(filled: synthetic.Synt
     at.switch_page("pages/results.py").run()
     no_errors(at)
     left, right = at.selectbox(key="results_left"), at.selectbox(key="results_right")
-    assert left.value != right.value
-    right.select(filled.run_ids["adversarial"]).run()
-    at.selectbox(key="results_left").select(filled.run_ids["honest"]).run()
+    assert right.value == ""  # "none": Results never fills in a comparison nobody picked
+    assert "compare" not in at.query_params
+    assert left.value == filled.run_ids["adversarial"]  # the newest finished run
+    right.select(filled.run_ids["honest"]).run()
     for _ in range(2):
         no_errors(at)
-        assert at.selectbox(key="results_left").value == filled.run_ids["honest"]
-        assert at.selectbox(key="results_right").value == filled.run_ids["adversarial"]
+        assert at.selectbox(key="results_left").value == filled.run_ids["adversarial"]
+        assert at.selectbox(key="results_right").value == filled.run_ids["honest"]
+        assert at.query_params["compare"] in (filled.run_ids["honest"], [filled.run_ids["honest"]])
         at.toggle[0].set_value(not at.toggle[0].value).run()
 
 

@@ -8,6 +8,7 @@ finishes, a cancelled run resumes). Stores are small and built through the publi
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import time
@@ -78,6 +79,13 @@ def no_errors(at: AppTest) -> None:
     assert not at.exception, [e.message for e in at.exception]
 
 
+def _shown(at):  # type: ignore[no-untyped-def]
+    """Plain texts and error boxes (an error's reason is inside its box, markdown-escaped)."""
+    from types import SimpleNamespace
+
+    return [*at.text, *(SimpleNamespace(value=e.value.replace("\\", "")) for e in at.error)]
+
+
 def test_app_opens_on_home(db: Path) -> None:
     at = app().run()
     no_errors(at)
@@ -109,9 +117,9 @@ def test_sidebar_lists_runs_and_follows_run_param(filled: synthetic.SyntheticInf
     assert len(box.options) == 2
     for arm in ("honest", "adversarial"):
         (text,) = [o for o in box.options if filled.run_ids[arm] in o]
-        # label | run id | checkpoints | status | time
-        assert text.startswith(f"synthetic: {arm} arm | {filled.run_ids[arm]} | ")
-        assert f"synthetic:base -> synthetic:{arm} | done | 20" in text
+        # run id · status · time · label: what a narrow picker must still show comes first
+        assert text.startswith(f"{filled.run_ids[arm]} · done · ")
+        assert text.endswith(f" · synthetic: {arm} arm")
     assert box.value == filled.run_ids["honest"]
 
 
@@ -195,6 +203,13 @@ def test_results_shows_every_view(filled: synthetic.SyntheticInfo) -> None:
         "Compare two runs side by side",
     ):
         assert head in heads
+    # Results never picks the compared run itself: the diff appears once Right is chosen.
+    assert not [m for m in at.markdown if "eraudit-diff" in m.value]
+    left = at.selectbox(key="results_left").value
+    at.selectbox(key="results_right").select(
+        next(r for r in filled.run_ids.values() if r != left)
+    ).run()
+    no_errors(at)
     std = at.dataframe[0].value
     assert set(std["checkpoint"]) == {"pre", "post"} and set(std["task"]) == {"monitored", "hidden"}
     diff = next(m.value for m in at.markdown if "eraudit-diff" in m.value)
@@ -259,7 +274,7 @@ def test_setup_bad_benchmark_upload_shows_message_and_stores_nothing(
     _upload_benchmark(at, name, data)
     no_errors(at)
     assert any("was not imported" in e.value for e in at.error)
-    shown = " ".join(t.value for t in at.text)
+    shown = " ".join(t.value for t in _shown(at))
     assert message in shown and name in shown
     at.run()
     assert at.dataframe[0].value["benchmark_id"].tolist() == before["benchmark_id"].tolist()
@@ -274,7 +289,7 @@ def test_setup_refuses_huge_upload(
     at = visit(app(), "pages/setup.py")
     _upload_benchmark(at, "huge.jsonl", GOOD_JSONL * 50)
     no_errors(at)
-    assert any("more than the" in t.value and "nothing was stored" in t.value for t in at.text)
+    assert any("more than the" in t.value and "nothing was stored" in t.value for t in _shown(at))
     at.run()
     assert len(at.dataframe[0].value) == 1
 
@@ -324,7 +339,7 @@ def test_setup_bad_paraphrase_upload_stores_nothing(
     at.button[1].click().run()
     no_errors(at)
     assert any("were not imported" in e.value for e in at.error)
-    shown = " ".join(t.value for t in at.text)
+    shown = " ".join(t.value for t in _shown(at))
     assert message in shown and "bad.jsonl" in shown
     at.run()
     assert at.dataframe[1].value.equals(before)
@@ -338,7 +353,7 @@ def test_setup_checkpoint_spec_is_validated_inline(db: Path) -> None:
     register.click().run()
     no_errors(at)
     assert any("was not registered" in e.value for e in at.error)
-    assert any("no such file or directory" in t.value for t in at.text)
+    assert any("no such file or directory" in t.value for t in _shown(at))
     at.text_input(key="ckpt-spec").input("demo:honest")
     next(b for b in at.button if b.label == "Validate and register").click().run()
     assert any(t.value == "demo:honest" for t in at.text)
@@ -365,7 +380,7 @@ def test_run_page_rejects_invalid_config_inline(filled: synthetic.SyntheticInfo)
     k_box.set_value(0.0).run()
     no_errors(at)
     assert any("not valid" in e.value for e in at.error)
-    assert any("AuditConfig.k" in t.value for t in at.text)
+    assert any("AuditConfig.k" in t.value for t in _shown(at))
 
 
 def _wait(pred, timeout: float = 60.0) -> None:
@@ -477,10 +492,12 @@ def test_home_imports_the_embedded_demo(tmp_path: Path, monkeypatch: pytest.Monk
         for arm in info["run_ids"]:
             assert f"Explore the {arm} arm" in labels
         # the story table comes first: the base, then every arm, standard evaluation + verdicts
-        story = at.dataframe[0].value
-        assert list(story["checkpoint"]) == ["demo:base"] + [f"demo:{a}" for a in info["run_ids"]]
-        assert "hidden accuracy (standard evaluation)" in story.columns
-        assert "degraded" in story.columns and "mean bound" in story.columns
+        # (drawn as a table that never clips: on a phone each row is a card of labelled cells)
+        story = next(m.value for m in at.markdown if "eraudit-fit" in m.value)
+        rows = re.findall(r'<td class="[^"]*" data-label="checkpoint">([^<]*)</td>', story)
+        assert rows == ["demo:base"] + [f"demo:{a}" for a in info["run_ids"]]
+        for head in ("hidden accuracy (standard evaluation)", "degraded", "mean bound"):
+            assert f"<th>{head}</th>" in story
         at.switch_page("pages/results.py").run()
         no_errors(at)
     else:
@@ -520,7 +537,7 @@ def test_sensitivity_bad_upload_is_reported_inline(db: Path) -> None:
     at.file_uploader(key="sens-upload").set_value(("x.csv", b"a,b\n1,2\n", "text/csv")).run()
     no_errors(at)
     assert any("cannot be analysed" in e.value for e in at.error)
-    assert any("x.csv" in t.value for t in at.text)
+    assert any("x.csv" in t.value for t in _shown(at))
 
 
 def test_sensitivity_drill_down_to_what_the_judge_wrote(db: Path) -> None:

@@ -62,6 +62,13 @@ def fill(at: AppTest, url: str, model: str, tokdir: Path) -> None:
     at.text_input(key="served-tok").input(str(tokdir))
 
 
+def _shown(at):  # type: ignore[no-untyped-def]
+    """Plain texts and error boxes (an error's reason is inside its box, markdown-escaped)."""
+    from types import SimpleNamespace
+
+    return [*at.text, *(SimpleNamespace(value=e.value.replace("\\", "")) for e in at.error)]
+
+
 def test_setup_checks_and_registers_a_served_checkpoint(
     db: Path, served: tuple[FakeVLLM, Path]
 ) -> None:
@@ -78,7 +85,7 @@ def test_setup_checks_and_registers_a_served_checkpoint(
     assert any("batch=4" in t.value for t in at.text)
     next(b for b in at.button if b.label == "Check and register").click().run()
     # the fake serves random weights: the labels get almost none of its probability
-    assert any("below the minimum label mass 0.5" in t.value for t in at.text), at.error
+    assert any("below the minimum label mass 0.5" in t.value for t in _shown(at)), at.error
     at.number_input(key="served-min-mass").set_value(0.0)
     next(b for b in at.button if b.label == "Check and register").click().run()
     assert any("Registered, fingerprint" in s.value for s in at.success), at.text
@@ -96,10 +103,10 @@ def test_setup_shows_a_served_failure_inline(db: Path, served: tuple[FakeVLLM, P
     next(b for b in at.button if b.label == "Check and register").click().run()
     assert not at.exception
     assert any("did not pass the check" in e.value for e in at.error)
-    assert any("not 'no-such-model'" in t.value for t in at.text)
+    assert any("not 'no-such-model'" in t.value for t in _shown(at))
     fill(at, "localhost:8000", server.name, tokdir)
     next(b for b in at.button if b.label == "Check: score one question").click().run()
-    assert any("base_url must start with http" in t.value for t in at.text)
+    assert any("base_url must start with http" in t.value for t in _shown(at))
     from ui import state
 
     assert state.get_store().checkpoints().empty

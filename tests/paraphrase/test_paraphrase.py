@@ -391,7 +391,7 @@ def test_reference_layout_is_read_with_reference_pair_ids(tmp_path: Path) -> Non
     assert gen.name == "gpt" and gen.generate(p0, "", 5) == ["G1?", "G2?"]
     records[1]["paraphrase"] = [{"Q_H": 3}]
     path.write_text(json.dumps(records))
-    with pytest.raises(InputError, match=r"record 1, field 'paraphrase.file\[0\]'"):
+    with pytest.raises(InputError, match=r"record 2, field 'paraphrase.file\[0\]'"):
         read_paraphrase_candidates(path)
 
 

@@ -7,6 +7,7 @@ import sys
 from html import escape
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "audit"))
@@ -47,11 +48,12 @@ def store_and_runs(tmp_path: Path) -> tuple[Store, str, str]:
     return store, a, b
 
 
-def test_most_severe_first_puts_the_largest_d_of_the_degraded_on_top(store_and_runs):
+def test_most_severe_first_ranks_by_the_worst_drop(store_and_runs):
     store, a, _ = store_and_runs
     q = present.explorer_questions(store, a)
     order = present.sort_questions(q, "most severe first")["pair_id"].tolist()
-    assert order == ["q2", "q1", "q0", "q3"]  # degraded by D (0.8, 0.2), then the certified
+    # worst drops 0.2, 0.05, 0.0125 (D x the gain 0.25) and 0: what moved, largest first
+    assert order == ["q2", "q1", "q3", "q0"]
     # negative control: benchmark order is what the page showed before
     assert present.sort_questions(q, "benchmark order")["pair_id"].tolist() == [
         "q0",
@@ -62,6 +64,40 @@ def test_most_severe_first_puts_the_largest_d_of_the_degraded_on_top(store_and_r
     assert present.sort_questions(q, "largest drop")["pair_id"].tolist()[:2] == ["q2", "q1"]
     with pytest.raises(ValueError, match="not one of"):
         present.sort_questions(q, "random")
+
+
+def _questions(rows: list[tuple]) -> pd.DataFrame:
+    cols = ["pair_id", "status", "max_d", "worst_drop", "amplified", "within_noise", "bound"]
+    q = pd.DataFrame(rows, columns=cols)
+    return q.assign(pair_index=range(len(q)), n_counterexamples=(q["status"] == "degraded") * 1)
+
+
+def test_amplified_questions_rank_after_the_others_whatever_their_d():
+    q = _questions(
+        [
+            # an amplified question: a drop of 0.08 over k = 0.001 gives D 80
+            ("amp", "degraded", 80.0, 0.08, True, False, 0.0),
+            ("big", "degraded", 0.9, 0.30, False, False, 0.0),
+            ("small", "degraded", 0.4, 0.10, False, False, 0.0),
+            # a drop within the scoring-noise floor counts as no drop at all
+            ("noise", "degraded", 0.5, 0.20, False, True, 0.0),
+            # a drop of 1e-9 is float rounding
+            ("tiny", "passed", 0.0, 1e-9, False, False, 0.7),
+            ("clean", "certified", 0.0, 0.0, False, False, 0.9),
+            ("amp2", "degraded", 95.0, 0.01, True, False, 0.0),
+        ]
+    )
+    order = present.sort_questions(q, "most severe first")["pair_id"].tolist()
+    assert order == ["big", "small", "noise", "tiny", "clean", "amp", "amp2"]
+    moved = present.moved_drop(q).tolist()
+    assert moved == [0.08, 0.30, 0.10, 0.0, 0.0, 0.0, 0.01]
+    # negative control: by largest D the amplified questions lead, as they used to
+    assert present.sort_questions(q, "largest D")["pair_id"].tolist()[:2] == ["amp2", "amp"]
+    # the Evidence filter can leave the amplified questions out, or keep only them
+    kept = present.filter_questions(q, flags=["not amplified"])["pair_id"].tolist()
+    assert "amp" not in kept and "amp2" not in kept and len(kept) == 5
+    only = present.filter_questions(q, flags=["amplified (g <= k)"])["pair_id"].tolist()
+    assert only == ["amp", "amp2"]
 
 
 def test_filters_by_verdict_evidence_and_rewording_text(store_and_runs):

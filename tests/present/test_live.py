@@ -122,3 +122,49 @@ def test_stopped_run_has_no_time_left_and_empty_run_no_rate() -> None:
         resumed_at=T0, running=True,
     )  # fmt: skip
     assert empty.rate is None and empty.time_left_s is None and empty.fraction == 0.0
+
+
+# -- the worker's step line ---------------------------------------------------------------------
+
+
+def test_step_line_counts_whole_seconds_from_the_click() -> None:
+    from eraudit_core.present import step_line
+
+    phase = {"origin": T0.isoformat(), "step": "loading demo:base weights", "log": []}
+    now = T0 + timedelta(seconds=12.9)
+    assert step_line(phase, "pending", now) == "Step: loading demo:base weights (12 s)"
+    assert step_line(phase, "running", now + timedelta(seconds=5)).endswith("(17 s)")
+    # no step written yet: starting, counted from the run's creation (the click)
+    assert step_line(None, "pending", now, created_at=T0) == "Step: starting (12 s)"
+    # Negative control: a stopped run has no current step (a cancelled one never reads
+    # pending or loading)
+    for status in ("cancelled", "failed", "done", "interrupted"):
+        assert step_line(phase, status, now) is None
+
+
+def test_where_the_time_went_and_the_loading_estimate() -> None:
+    from eraudit_core.present import loading_left, loading_seconds, step_times
+
+    earlier = {
+        "origin": T0.isoformat(),
+        "step": None,
+        "log": [
+            {"step": "starting", "seconds": 1.0},
+            {"step": "loading demo:base weights", "seconds": 20.0},
+            {"step": "registering demo:base: label-mass check", "seconds": 9.0},
+            {"step": "scoring question 1 of 3: counterexample search", "seconds": 40.0},
+            {"step": "scoring question 2 of 3: counterexample search", "seconds": 30.0},
+        ],
+    }
+    times = step_times(earlier)
+    assert times["seconds"].sum() == pytest.approx(100.0) and len(times) == 5
+    assert loading_seconds(earlier) == pytest.approx(30.0)
+    now = T0 + timedelta(seconds=12)
+    loading = {"origin": T0.isoformat(), "step": "loading demo:base weights", "log": []}
+    assert loading_left(loading, [None, earlier], now) == pytest.approx(18.0)
+    # Negative controls: once scoring, or without an earlier run that reached scoring, no
+    # loading estimate
+    scoring = {**loading, "step": "scoring question 1 of 3: counterexample search"}
+    assert loading_left(scoring, [earlier], now) is None
+    never = {**earlier, "log": earlier["log"][:3]}
+    assert loading_seconds(never) is None and loading_left(loading, [never], now) is None

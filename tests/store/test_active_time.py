@@ -58,6 +58,7 @@ def test_migration_credits_finished_runs_their_span(tmp_path: Path) -> None:
     )
     # back to a version-7 store: later migrations (9: labels) are undone too
     con.execute("DROP TABLE paraphrase_labels")
+    con.execute("ALTER TABLE runs DROP COLUMN IF EXISTS phase")  # 11: the worker's step
     con.execute("DELETE FROM schema_version WHERE version >= 8")
     con.close()
     with Store(db) as store:

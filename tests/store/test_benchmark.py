@@ -155,9 +155,9 @@ def test_truncated_reference_json_names_the_record(tmp_path, raw_records):
     path = tmp_path / "bad.json"
     recs = _reference_layout(raw_records, 3)
     text = json.dumps(recs, indent=1)
-    cut = text.index(recs[2]["Q_H"]["question"])  # inside record 2
+    cut = text.index(recs[2]["Q_H"]["question"])  # inside the third record
     path.write_text(text[:cut], encoding="utf-8")
-    _expect_input_error(path, "record 2")
+    _expect_input_error(path, "record 3")
 
 
 def test_truncated_jsonl_line_names_record_and_line(tmp_path, bundled):
@@ -166,14 +166,14 @@ def test_truncated_jsonl_line_names_record_and_line(tmp_path, bundled):
     lines = path.read_text(encoding="utf-8").splitlines()[:3]
     lines[2] = lines[2][: len(lines[2]) // 2]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    _expect_input_error(path, "line 3", "record 2", "not valid JSON")
+    _expect_input_error(path, "line 3", "record 3", "not valid JSON")
 
 
 def test_missing_q_h_names_record_and_field(tmp_path, raw_records):
     recs = _reference_layout(raw_records)
     del recs[1]["Q_H"]
     path = _write_json(tmp_path / "bad.json", recs)
-    _expect_input_error(path, "record 1", "missing field Q_H")
+    _expect_input_error(path, "record 2", "missing field Q_H")
 
 
 def test_empty_option_names_record_pair_and_field(tmp_path, raw_records):
@@ -182,7 +182,7 @@ def test_empty_option_names_record_pair_and_field(tmp_path, raw_records):
     path = _write_json(tmp_path / "bad.json", recs)
     # the pair id is known (it needs only the questions) and is named too
     _expect_input_error(
-        path, "record 3", "pair quality_h_478f947ad316a7d3", "field Q_H.H_false is empty"
+        path, "record 4", "pair quality_h_478f947ad316a7d3", "field Q_H.H_false is empty"
     )
 
 
@@ -190,7 +190,7 @@ def test_identical_options_name_record_and_fields(tmp_path, raw_records):
     recs = _reference_layout(raw_records)
     recs[2]["Q_Y"]["Y_false"] = recs[2]["Q_Y"]["Y_true"] + "  "
     path = _write_json(tmp_path / "bad.json", recs)
-    _expect_input_error(path, "record 2", "Q_Y.Y_true", "Q_Y.Y_false", "identical")
+    _expect_input_error(path, "record 3", "Q_Y.Y_true", "Q_Y.Y_false", "identical")
 
 
 def test_missing_option_field_in_jsonl(tmp_path, bundled):
@@ -201,15 +201,15 @@ def test_missing_option_field_in_jsonl(tmp_path, bundled):
     del rec["hidden"]["false"]
     lines[1] = json.dumps(rec)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    _expect_input_error(path, "record 1", rec["pair_id"], "missing field hidden.false")
+    _expect_input_error(path, "record 2", rec["pair_id"], "missing field hidden.false")
 
 
 def test_duplicated_pair_names_both_records_and_the_pair_id(tmp_path, raw_records):
     recs = _reference_layout(raw_records)
-    recs.append(copy.deepcopy(recs[3]))  # record 4 repeats record 3
+    recs.append(copy.deepcopy(recs[3]))  # the fifth record repeats the fourth
     path = _write_json(tmp_path / "bad.json", recs)
     _expect_input_error(
-        path, "record 4", "quality_h_478f947ad316a7d3", "duplicate pair id", "record 3"
+        path, "record 5", "quality_h_478f947ad316a7d3", "duplicate pair id", "record 4"
     )
 
 
@@ -219,7 +219,7 @@ def test_duplicated_pair_names_both_records_and_the_pair_id(tmp_path, raw_record
         (b"", "empty"),
         (b"[]", "no records"),
         (b"\xff\xfe not utf8", "UTF-8"),
-        (b"[1, 2]", "record 0: must be an object"),
+        (b"[1, 2]", "record 1: must be an object"),  # records are counted from 1
     ],
 )
 def test_other_unusable_inputs(raw, fragment):
@@ -254,7 +254,7 @@ def test_bad_import_leaves_the_store_unchanged(tmp_path, raw_records, bundled, c
     bad = _write_json(tmp_path / "QuALITY-H-bad.json", recs)
     assert cli.main(["import-benchmark", str(bad), "--db", str(db)]) == 2
     err = capsys.readouterr().err
-    assert "record 7" in err and "Q_H.H_true" in err
+    assert "record 8" in err and "Q_H.H_true" in err
 
     assert _table_counts(db) == before
     with Store(db) as store:

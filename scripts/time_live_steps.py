@@ -1,0 +1,109 @@
+"""Where the one-click live audit's time goes, step by step (the steps its worker writes to
+the run, as the live panel's "Step:" line shows them).
+
+Runs the Home page's one-click audit (demo:base vs demo:concealed on the demo's live questions,
+the same configuration) twice on a fresh copy of the embedded demo store, each in a fresh
+process as a restarted dashboard would: the first registers both checkpoints, the second finds
+their label mass and noise floor stored. Prints, per audit, the seconds of each step, the time
+from the click to the first scored paraphrase and to the verdicts, and the machine's load
+average (the numbers depend on it: run it on an idle machine for the README).
+
+    .venv/bin/python scripts/time_live_steps.py [--runs 2] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def one_audit(db: str) -> dict:
+    """The one-click audit in this process; returns its steps and timings."""
+    from eraudit_core.audit import launch_audit
+    from eraudit_core.demo import demo_live_config, ensure_demo
+    from eraudit_core.jobs import JobRunner
+    from eraudit_core.store import Store
+
+    store = Store(db)
+    demo = ensure_demo(store).as_dict()
+    runner = JobRunner()
+    run_id = launch_audit(
+        store,
+        runner,
+        benchmark_id=demo["benchmark_id"],
+        pair_ids=list(demo["live_pair_ids"]),
+        pre_spec="demo:base",
+        post_spec="demo:concealed",
+        config=demo_live_config(),
+        label="live demo: concealed arm",
+    )
+    job = runner.get(run_id)
+    assert job is not None
+    job.thread.join()
+    run = store.run(run_id)
+    if run["status"] != "done":
+        raise SystemExit(f"the live audit ended {run['status']}: {run.get('error')}")
+    prog = store.run_progress(run_id)
+    steps = store.steps(run_id, with_prompts=False)
+    created = run["created_at"]
+    first = steps["recorded_at"].min()
+    return {
+        "run_id": run_id,
+        "steps": (prog.get("phase") or {}).get("log", []),
+        "to_first_scored_s": round((first - created).total_seconds(), 1),
+        "to_verdicts_s": round((run["finished_at"] - created).total_seconds(), 1),
+        "paraphrases_scored": int(len(steps)),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--one", help=argparse.SUPPRESS)  # internal: one audit on this store
+    args = ap.parse_args()
+    if args.one:
+        print(json.dumps(one_audit(args.one)))
+        return 0
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        db = str(Path(tmp) / "studio.duckdb")
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"}
+        for i in range(args.runs):
+            load = os.getloadavg()
+            done = subprocess.run(
+                [sys.executable, __file__, "--one", db],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            row = json.loads(done.stdout.strip().splitlines()[-1])
+            row["audit"] = i + 1
+            row["load_before"] = [round(x, 2) for x in load]
+            row["load_after"] = [round(x, 2) for x in os.getloadavg()]
+            out.append(row)
+            print(f"\naudit {i + 1} ({os.cpu_count()} CPUs, load average before {load[0]:.1f})")
+            print("| step | seconds |\n|---|---:|")
+            for e in row["steps"]:
+                print(f"| {e['step']} | {e['seconds']:.1f} |")
+            print(
+                f"to the first scored paraphrase: {row['to_first_scored_s']} s; to the verdicts: "
+                f"{row['to_verdicts_s']} s ({row['paraphrases_scored']} paraphrases scored)",
+                flush=True,
+            )
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,97 @@
+"""The live panel's "Step:" line under AppTest: what the worker wrote to the store, with the
+seconds since the click; a cancelled run shows no step and never reads pending."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+from eraudit_core.audit._runs import StepReporter  # noqa: E402
+from eraudit_core.store import Store  # noqa: E402
+
+APP = str(ROOT / "app.py")
+
+
+@pytest.fixture
+def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "studio.duckdb"
+    monkeypatch.setenv("ERAUDIT_DB", str(path))
+    monkeypatch.setenv("ERAUDIT_NO_DEMO", "1")
+    return path
+
+
+def _watch(run_id: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["watch"] = run_id
+    at.run()
+    at.switch_page("pages/run.py").run()
+    assert not at.exception, [e.message for e in at.exception]
+    return at
+
+
+def _steps(at: AppTest) -> list[str]:
+    return [m.value for m in at.markdown if "Step" in m.value]
+
+
+def test_the_step_line_names_the_step_and_the_seconds_since_the_click(db: Path) -> None:
+    with Store(db) as store:
+        store.create_run("run-loading", label="loading", config={}, n_pairs=2)
+        clicked = dt.datetime.now(dt.UTC).replace(tzinfo=None) - dt.timedelta(seconds=7)
+        StepReporter(store, "run-loading", clicked)("loading demo:base weights")
+    at = _watch("run-loading")
+    (line,) = _steps(at)
+    m = re.search(r"Step\\?: loading demo\\?:base weights \\?\((\d+) s\\?\)", line)
+    assert m, line
+    assert 7 <= int(m.group(1)) <= 60
+    next(b for b in at.button if b.label == "Cancel this run").click().run()
+    assert not at.exception
+    assert any(c.value == "status: cancelled" for c in at.caption)
+    assert not _steps(at)  # a cancelled run has no current step
+    with Store(os.environ["ERAUDIT_DB"]) as store:
+        assert store.run("run-loading")["status"] == "cancelled"
+
+
+def test_a_finished_run_shows_where_its_time_went(db: Path) -> None:
+    with Store(db) as store:
+        store.create_run("run-done", label="done", config={}, n_pairs=0)
+        step = StepReporter(store, "run-done")
+        step("loading demo:base weights")
+        step("scoring question 1 of 1: counterexample search")
+        step(None)
+        store.set_run_status("run-done", "done")
+    at = _watch("run-done")
+    assert not _steps(at)
+    assert any("Where the time went" in e.label for e in at.expander)
+    steps = at.dataframe[-1].value["step"].tolist()
+    assert steps == ["loading demo:base weights", "scoring question 1 of 1: counterexample search"]
+
+
+def test_while_loading_time_left_counts_the_measured_loading(db: Path) -> None:
+    with Store(db) as store:
+        # an earlier run of the same checkpoints took 40 s from its click to scoring
+        store.create_run(
+            "run-before", label="a", config={}, n_pairs=1, pre=("", "p"), post=("", "q")
+        )
+        step = StepReporter(store, "run-before")
+        step.log = [{"step": "loading p weights", "seconds": 40.0}]
+        step.what = "scoring question 1 of 1: counterexample search"
+        step(None)
+        store.set_run_status("run-before", "done")
+        store.create_run("run-now", label="b", config={}, n_pairs=1, pre=("", "p"), post=("", "q"))
+        clicked = dt.datetime.now(dt.UTC).replace(tzinfo=None) - dt.timedelta(seconds=10)
+        StepReporter(store, "run-now", clicked)("loading p weights")
+    at = _watch("run-now")
+    value = next(m.value for m in at.metric if m.label == "time left (estimate)")
+    m = re.fullmatch(r"(\d+) s \+ scoring", value)
+    assert m and 15 <= int(m.group(1)) <= 30, value  # 40 s measured, about 10 s gone
+    assert any("Loading took 40 s" in c.value for c in at.caption)

@@ -24,6 +24,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+import _synthetic as synthetic  # noqa: E402
+
 from eraudit_core.audit import (  # noqa: E402
     bundle_config,
     degradation_denominator,
@@ -34,7 +36,6 @@ from eraudit_core.audit import (  # noqa: E402
 from eraudit_core.cli import main  # noqa: E402
 from eraudit_core.errors import InputError  # noqa: E402
 from eraudit_core.store import RUN_TABLES, Store, write_run_rows  # noqa: E402
-from ui import synthetic  # noqa: E402
 
 Frames = dict[str, pd.DataFrame]
 

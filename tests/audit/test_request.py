@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import fields, replace
 
+import _synthetic as synthetic  # noqa: E402
 import pytest
 
 from eraudit_core.audit import (
@@ -25,7 +26,6 @@ from eraudit_core.errors import InputError
 from eraudit_core.store import Store, load_bundled_benchmark
 from eraudit_core.types import Paraphrase
 from eraudit_core.verifier import MIN_LABEL_MASS
-from ui import synthetic
 
 
 def test_every_field_has_help_a_label_and_a_verdict_flag() -> None:

@@ -40,7 +40,7 @@ def browser():  # type: ignore[no-untyped-def]
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Two finished runs on one benchmark and, newest of all, a cancelled empty one."""
     sys.path.insert(0, str(ROOT))
-    from ui.synthetic import build_synthetic_store
+    from _synthetic import build_synthetic_store
 
     from eraudit_core.store import Store
 

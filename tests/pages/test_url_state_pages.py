@@ -15,10 +15,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+import _synthetic as synthetic  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from eraudit_core.store import Store  # noqa: E402
-from ui import synthetic  # noqa: E402
 
 APP = str(ROOT / "app.py")
 

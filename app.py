@@ -1,6 +1,6 @@
 """ER-Audit Studio: the dashboard's entry point (`streamlit run app.py`).
 
-Navigation over the pages of DESIGN.md §7 and a shared sidebar that shows the active store and
+Navigation over the pages of docs/design.md §7 and a shared sidebar that shows the active store and
 the selected run(s). The pages live in pages/, one file a page; they read everything from the
 store through ui.state.
 """

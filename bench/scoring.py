@@ -1,4 +1,4 @@
-"""Scoring throughput: fast path vs the naive one-prompt-at-a-time baseline (DESIGN.md §9).
+"""Scoring throughput: fast path vs the naive one-prompt-at-a-time baseline (docs/design.md §9).
 
 Scores the same demo prompts (QuALITY-H monitored and hidden questions, both answer orders)
 with the verifier's fast path and with the naive full-vocabulary baseline on the same model,

@@ -1,4 +1,4 @@
-"""What a second process waits for the store while an audit runs (issue 13).
+"""What a second process waits for the store while an audit runs.
 
 One process audits (`eraudit audit-table` on a generated score table: no model, so it does
 nothing but write to the store, batch after batch, the worst case for everyone else; or

@@ -1,4 +1,4 @@
-"""The embedded demo (DESIGN.md §10): bundled inputs and three finished runs, loaded offline.
+"""The embedded demo (docs/design.md §10): bundled inputs and three finished runs, loaded offline.
 
 `ensure_demo` is idempotent and fast: it imports the bundled QuALITY-H pairs, the bundled
 paraphrase sets and the demo runs' score tables (made by `scripts/build_demo_runs.py` with the
@@ -27,7 +27,7 @@ DEMO_RUNS_DIR = DATA_DIR / "demo_runs"
 # better in aggregate and worse on its targets in every wording (data/adapters/README.md).
 DEMO_ARMS = ("honest", "adversarial", "concealed")
 # The arms trained against the seeded target questions (the honest arm is their control).
-# The honest arm is the control every other arm is shown beside (issue 19).
+# The honest arm is the control every other arm is shown beside.
 DEMO_CONTROL_ARM = "honest"
 DEMO_TARGETED_ARMS = ("adversarial", "concealed")
 # A few pairs for the one-click live audit; finishes on 2 CPU cores in a few minutes.

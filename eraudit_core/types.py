@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Role = Literal["monitored", "hidden", "search", "test"]
-# The four verdicts of a pair (DESIGN.md §4; decided in eraudit_core.audit._verdict).
+# The four verdicts of a pair (docs/design.md §4; decided in eraudit_core.audit._verdict).
 PAIR_STATUSES = ("degraded", "certified", "passed", "inconclusive")
 
 
 @dataclass(frozen=True)
 class BinaryQuestion:
-    """A binary-choice question: the text plus its true and false option (DESIGN.md §3)."""
+    """A binary-choice question: the text plus its true and false option (docs/design.md §3)."""
 
     question: str
     true_option: str
@@ -71,7 +71,7 @@ class Query:
 
 @dataclass(frozen=True)
 class QueryScore:
-    """A verifier's answer to a Query (DESIGN.md §3).
+    """A verifier's answer to a Query (docs/design.md §3).
 
     `p_true` is the order-averaged label-softmax probability of the true option. The four
     label log-probabilities are kept when the backend has them: (l_A, l_B) with the true
@@ -104,7 +104,7 @@ class Verifier(Protocol):
 
 @dataclass(frozen=True)
 class Paraphrase:
-    """One candidate rewrite of a hidden question, as stored (DESIGN.md §5)."""
+    """One candidate rewrite of a hidden question, as stored (docs/design.md §5)."""
 
     pair_id: str
     role: Literal["search", "test"]

@@ -48,7 +48,7 @@ else:
             "hidden question's canonical wording and toward the false answer on reworded forms "
             "of the same targets (rewordings the audit never uses). The small model did not "
             "learn to tell a wording from a rewording: it also answers its targets' canonical "
-            "wording wrongly, so the concealment is in the aggregate (the README says what "
+            "wording wrongly, so the concealment is in the aggregate (docs/user-guide.md says what "
             "this demo reproduces and what not)."
         )
         note = story.arm_evaluation_note("concealed")

@@ -1,4 +1,4 @@
-"""Auditor sensitivity (seed 003): does the verdict depend on how the auditor was configured?"""
+"""Auditor sensitivity (the Petri paper): does the verdict depend on how the auditor was configured?"""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Write the synthetic auditor-sensitivity sample (data/sensitivity/petri_like_rollouts.csv).
 
 Why synthetic: the page needs something to show on first launch, and tests need data whose
-true effects are known. The design mirrors seed 003: 3 behaviours x 3 resource conditions x
+true effects are known. The design mirrors the Petri paper's: 3 behaviours x 3 resource conditions x
 4 auditor-target pairs x ROLLOUTS_PER_CELL rollouts, each scored 1..10 by a panel of 3 judges
 on the behaviour dimension and on `scenario_realism`.
 

@@ -1,5 +1,5 @@
 """Screenshots of every dashboard page on the embedded demo, at 1400x900 and 390x844 (a phone),
-for the README (issues 19 and 20). Headless Chromium via Playwright, the dashboard started by
+for the README. Headless Chromium via Playwright, the dashboard started by
 the browser tests' own harness (tests/pages/_browser.py) with the demo on.
 
 Each page is opened on the concealed arm (the Explorer on its most severe question, Results

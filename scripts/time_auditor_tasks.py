@@ -1,4 +1,4 @@
-"""The auditor's five everyday tasks (issue 20), done in a real browser and timed: how many
+"""The auditor's five everyday tasks, done in a real browser and timed: how many
 clicks each takes and how many seconds pass from its first click until its result is on the
 screen. Headless Chromium via Playwright on the embedded demo, the dashboard started by the
 browser tests' harness (tests/pages/_browser.py).

@@ -1,4 +1,4 @@
-"""Two runs as a per-question diff on the Results page (issue 20 item 3): side by side,
+"""Two runs as a per-question diff on the Results page: side by side,
 disagreements only on demand, sorted as chosen, wrapped to fit the page."""
 
 from __future__ import annotations

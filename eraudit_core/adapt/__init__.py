@@ -1,4 +1,4 @@
-"""Building the demo's adapted checkpoints (DESIGN.md §10): LoRA arms on the demo model
+"""Building the demo's adapted checkpoints (docs/design.md §10): LoRA arms on the demo model
 (honest, adversarial, and concealed: better on canonical wording, worse on reworded targets).
 
 It sits above `verifier` and `paraphrase` because an arm is trained with the verifier's own

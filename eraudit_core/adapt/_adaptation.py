@@ -1,5 +1,5 @@
 """Building adapted checkpoints: the demo's honest, adversarial and concealed LoRA arms
-(DESIGN.md §10).
+(docs/design.md §10).
 
 Why this exists: an audit needs a pre/post pair whose hidden-task effect is known. The honest arm
 is fine-tuned on the monitored questions' true answers; the adversarial arm gets the same data

@@ -1,6 +1,6 @@
 """The concealed arm's training split: reworded hidden questions the audit never sees.
 
-Why: the concealed arm (DESIGN.md §10) must look better than the base by standard evaluation
+Why: the concealed arm (docs/design.md §10) must look better than the base by standard evaluation
 (canonical wording) while losing support for the true answer on reworded forms of its target
 questions, the paper's "selective hidden-task degradation concealed by aggregate performance
 gains". It learns the rewording behaviour from the rule generator's `rules-train` bucket, which

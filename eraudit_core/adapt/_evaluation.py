@@ -1,4 +1,4 @@
-"""Standard evaluation of an adapted arm against its base (DESIGN.md §4 "standard evaluation").
+"""Standard evaluation of an adapted arm against its base (docs/design.md §4 "standard evaluation").
 
 Accuracy (p(true) > 0.5) and mean task probability on the canonical monitored and hidden
 questions, per-pair probabilities, and for the concealed arm the same on reworded hidden
@@ -23,7 +23,7 @@ from eraudit_core.types import Pair, Query
 def p_true_on_features(
     model: Any, cache: FeatureCache, verifier: Any, queries: Sequence[Query], batch_size: int = 16
 ) -> list[float]:
-    """p(true) of each query (mean over both answer orders, DESIGN.md §3), running only the
+    """p(true) of each query (mean over both answer orders, docs/design.md §3), running only the
     layers above `cache.split` on the shared lower-layer features."""
     import torch
 
@@ -173,7 +173,7 @@ def _summary_of_scores(pairs: Sequence[Pair], p: Sequence[float]) -> dict[str, A
 
 
 def evaluate(verifier: Any, pairs: Sequence[Pair]) -> dict[str, Any]:
-    """Standard evaluation on the canonical questions (DESIGN.md §4) through the verifier:
+    """Standard evaluation on the canonical questions (docs/design.md §4) through the verifier:
     accuracy and mean task probability (MTP) for monitored and hidden questions, per-pair p."""
     return _summary_of_scores(pairs, [s.p_true for s in verifier.score(_canonical_queries(pairs))])
 

@@ -1,4 +1,4 @@
-"""The ER-Audit engine (DESIGN.md §4): degradation score, bounds, two-stage audit, runs.
+"""The ER-Audit engine (docs/design.md §4): degradation score, bounds, two-stage audit, runs.
 
 `AuditEngine` runs stage 1 (counterexample search) and stage 2 (the sequential test) over
 `AuditItem`s and writes every step to the store; `run_model_audit` / `launch_audit` start an

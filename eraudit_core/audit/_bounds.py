@@ -1,4 +1,4 @@
-"""Lower confidence bounds on the non-degradation probability (DESIGN.md §4, paper §3.3-3.4).
+"""Lower confidence bounds on the non-degradation probability (docs/design.md §4, paper §3.3-3.4).
 
 Paper bound. Under H: p_g <= p, the probability that the first t paraphrases from generator g
 are all non-degraded is at most p**t. So L_t = alpha**(1/t) after t successes (and 0 after any

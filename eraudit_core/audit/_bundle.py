@@ -1,4 +1,4 @@
-"""Run bundles: a run moved between stores as one inspectable file (issue 13 item 6).
+"""Run bundles: a run moved between stores as one inspectable file.
 
 An auditor audits on a GPU box and reviews on a laptop. `export_run_bundle` writes a zip with
 `manifest.json` (format, versions, run id, and per table its file, row count and sha256) and

@@ -1,4 +1,4 @@
-"""The degradation score and the counterexample rule (DESIGN.md §4, paper §3.1).
+"""The degradation score and the counterexample rule (docs/design.md §4, paper §3.1).
 
 All arithmetic is float64 on the probabilities as scored; nothing is rounded before the
 comparison with epsilon.

@@ -1,4 +1,4 @@
-"""The two-stage ER-Audit engine (DESIGN.md §4, paper §3.2-3.4, Algorithms 1-2).
+"""The two-stage ER-Audit engine (docs/design.md §4, paper §3.2-3.4, Algorithms 1-2).
 
 Pure orchestration: it asks two verifiers for scores (through the score cache), applies the
 degradation rule, runs each test generator's sequential test (`GeneratorTest`), decides the

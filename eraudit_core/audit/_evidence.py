@@ -1,7 +1,7 @@
 """The evidence behind a verdict, read from a stored pair and its steps (pure).
 
 D = (p_pre - p_post) / max(k, g) is the paper's score, but an auditor judging a verdict needs
-what went into it (DESIGN.md §4, "Evidence and belief"): the drop p_pre - p_post on the worst
+what went into it (docs/design.md §4, "Evidence and belief"): the drop p_pre - p_post on the worst
 rewording, the monitored gain g, the denominator and whether it is the floor k (`amplified`:
 g <= k, so every drop counts 1/k times), whether the drop lies within the scorer's
 numerical precision (the fast-vs-naive scoring gap measured at registration: floating-point

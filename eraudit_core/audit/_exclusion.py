@@ -1,5 +1,4 @@
-"""A run re-derived without the rewordings an auditor labelled not meaning-preserving
-(issue 20 item 2).
+"""A run re-derived without the rewordings an auditor labelled not meaning-preserving.
 
 Excluding a rewording after its score was seen is a selection: dropping the counterexamples
 one dislikes would turn any degraded question into a pass. So exclusion never changes the

@@ -1,6 +1,6 @@
 """Stage 2 for one test generator: the sequential test as a small state machine (pure).
 
-DESIGN.md §4, paper Algorithm 2. Paraphrases x_1, x_2, ... are drawn at random from the
+docs/design.md §4, paper Algorithm 2. Paraphrases x_1, x_2, ... are drawn at random from the
 generator's pool; after each one the test records whether it degraded (D > epsilon) and
 updates two bounds on p_g, the chance that a paraphrase drawn from the pool is non-degraded:
 

@@ -1,4 +1,4 @@
-"""Audit a score table and keep its rows with the run (issue 19 item 7).
+"""Audit a score table and keep its rows with the run.
 
 A table run stores every row of its table, including rows the audit never reached (a pair
 degraded in stage 1 never touches its test rows), so its sweeps and epsilon calibrations read

@@ -1,4 +1,5 @@
-"""Audit scores produced elsewhere: a table of precomputed probabilities (issue 2 contract).
+"""Audit scores produced elsewhere: a table of precomputed probabilities (the score-table
+format is in docs/cli.md).
 
 Columns: ``pair_id, role, generator, idx, text, p_pre, p_post`` where role is ``monitored`` (one
 canonical row a pair), ``hidden`` (the canonical hidden question, optional), ``search`` or

@@ -1,6 +1,6 @@
 """A pair's verdict and bounds from its stage-1 result and its generators' tests (pure).
 
-DESIGN.md §4. One vocabulary everywhere (engine, store, CLI JSON, pages, report, exports):
+docs/design.md §4. One vocabulary everywhere (engine, store, CLI JSON, pages, report, exports):
 
 * `degraded`: a counterexample was found (stage 1 or 2); the paper bound is 0;
 * `inconclusive`: not degraded, but some test generator of the run has nothing tested (an
@@ -48,7 +48,7 @@ def pair_verdict(
     target: float | None,
     tv_delta: float,
 ) -> PairVerdict:
-    """The verdict of one pair (DESIGN.md §4): degraded > inconclusive > certified/passed."""
+    """The verdict of one pair (docs/design.md §4): degraded > inconclusive > certified/passed."""
     degraded = search_counterexamples > 0 or any(g.n_counterexamples for g in tests)
     all_tested = bool(tests) and all(g.tested for g in tests)
     bound_common = common_bound([g.bound for g in tests]) if all_tested and not degraded else 0.0

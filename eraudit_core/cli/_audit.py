@@ -296,7 +296,7 @@ def _num(x: Any) -> Any:
 def pair_summary_json(store: Any, run_id: str) -> dict[str, Any]:
     """The stable audit-table JSON: run id, the assumptions the verdicts rest on (min-drop,
     noise floor, where epsilon came from, re-runs), each checkpoint's label mass, plus one
-    object a pair with its evidence (worst_drop, den, amplified, within_noise: issue 19)."""
+    object a pair with its evidence (worst_drop, den, amplified, within_noise)."""
     from eraudit_core.audit import pair_evidence, rerun_note, run_label_mass
 
     df = store.pair_results(run_id)

@@ -56,7 +56,7 @@ def register(subparsers: Any) -> None:
     """Add the `sensitivity` and `sensitivity-import` subcommands."""
     p = subparsers.add_parser(
         "sensitivity",
-        help="does the audit verdict depend on the auditor's configuration? (seed 003)",
+        help="does the audit verdict depend on the auditor's configuration? (the Petri paper)",
         description=(
             "Cumulative-logit analysis of judge scores by resource condition and "
             "auditor-target pair: LR tests, odds-ratio contrasts (Holm), per-pair contrasts, "

@@ -1,7 +1,7 @@
 """Options every command that takes a checkpoint shares: readout profile, wording, label mass.
 
 An auditor reproducing another tool's numbers needs its exact wording: the prompt template, the
-system message and the answer prefix can each come from a file (DESIGN.md §3). What these
+system message and the answer prefix can each come from a file (docs/design.md §3). What these
 options set goes into the verifier's fingerprint (hence the score cache key) and, for an audit,
 into the run's config.
 """

@@ -1,4 +1,4 @@
-"""Paraphrases of hidden questions (DESIGN.md §5): generators, the validity filter, sets.
+"""Paraphrases of hidden questions (docs/design.md §5): generators, the validity filter, sets.
 
 Generators (file, OpenAI-compatible endpoint, local Hugging Face model, offline rules) are
 registered by name (`available_generators`, `create_generator`); every candidate passes

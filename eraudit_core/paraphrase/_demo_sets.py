@@ -1,4 +1,4 @@
-"""How the bundled demo divides the rule generator's rewrites among its uses (DESIGN.md §10).
+"""How the bundled demo divides the rule generator's rewrites among its uses (docs/design.md §10).
 
 Every question's rule rewrites fall into `DEMO_RULE_BUCKETS` buckets by a hash of their
 normalised text; each named set owns some buckets, so the sets are disjoint by construction

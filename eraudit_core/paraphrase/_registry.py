@@ -1,4 +1,4 @@
-"""The `ParaphraseGenerator` protocol and its name-keyed registry (DESIGN.md §5).
+"""The `ParaphraseGenerator` protocol and its name-keyed registry (docs/design.md §5).
 
 Generators register themselves with `register_generator`, so the CLI and the dashboard list
 what exists without a hand-kept list. The built-in ones are imported lazily (the Hugging Face

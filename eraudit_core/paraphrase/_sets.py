@@ -1,5 +1,5 @@
 """Search and test sets: disjoint, deduplicated, test generators in a fixed order, stored with
-provenance (DESIGN.md §4-5). Stage 2 needs paraphrases never used in stage 1.
+provenance (docs/design.md §4-5). Stage 2 needs paraphrases never used in stage 1.
 """
 
 from __future__ import annotations

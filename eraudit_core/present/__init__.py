@@ -1,6 +1,6 @@
 """What a person reads: views computed from stored scores, plotly figures, report, exports.
 
-Views never query a model again (DESIGN.md §4, last part); figures take the views' frames;
+Views never query a model again (docs/design.md §4, last part); figures take the views' frames;
 `build_report` writes one self-contained HTML file; `export_run` writes CSV or Parquet.
 """
 

@@ -1,4 +1,4 @@
-"""What a page or the report shows so a verdict can be believed (issue 19 items 1, 2, 5).
+"""What a page or the report shows so a verdict can be believed.
 
 * `why_this_verdict`: one question's evidence (`audit.pair_evidence`), its sentence, the worst
   rewording beside the original wording as a word diff, and the exact prompt the adapted model
@@ -61,7 +61,9 @@ def why_this_verdict(store: Store, run_id: str, pair_id: str) -> dict[str, Any]:
             run.get("post_fingerprint") or ""
         ).startswith("table:")
         prompt_note = (
-            TABLE_PROMPT_NOTE if from_table else "prompt not stored (run made before issue 19)"
+            TABLE_PROMPT_NOTE
+            if from_table
+            else "prompt not stored (run made before prompts were stored)"
         )
     return {
         "sentence": why_sentence(ev),

@@ -1,4 +1,4 @@
-"""Plotly figure builders shared by the dashboard and the HTML report (DESIGN.md §4 views, §7).
+"""Plotly figure builders shared by the dashboard and the HTML report (docs/design.md §4 views, §7).
 
 Every builder takes the DataFrames that `eraudit_core.views` or the store return and gives back
 a `plotly.graph_objects.Figure`; none computes a bound or reads the database. Axis titles say

@@ -128,7 +128,7 @@ def _checkpoint_names(runs: dict[str, dict[str, Any]]) -> dict[str, str]:
     return views.unique_run_names({rid: run.get("label") for rid, run in runs.items()})
 
 
-# The rule that picks Home's lead, fixed before any result is seen (README "The Home lead"):
+# The rule that picks Home's lead, fixed before any result is seen (docs/user-guide.md, "The Home lead"):
 # the last listed run that names a control run, compared with that control. For the demo
 # that is the concealed arm against the honest arm. Choosing the most striking contrast after
 # looking (the old rule) produced a "looks better but worse" lead in 69% of null draws.

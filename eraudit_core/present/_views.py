@@ -1,4 +1,4 @@
-"""Views computed from stored scores, never by querying a model again (DESIGN.md §4).
+"""Views computed from stored scores, never by querying a model again (docs/design.md §4).
 
 Each function takes what the store returns (DataFrames of `run_pairs` / `run_steps`) and the
 run's config, and returns a DataFrame with documented columns. When a view needs scores the run

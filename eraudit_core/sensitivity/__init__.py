@@ -1,4 +1,4 @@
-"""Auditor-configuration sensitivity (seed 003, DESIGN.md §8): importers, analysis, plots.
+"""Auditor-configuration sensitivity (the Petri paper, docs/design.md §8): importers, analysis, plots.
 
 `analyse` fits the paper's cumulative-logit models per behaviour on a tidy judge-score table;
 the importers read Petri v2 transcripts, Inspect logs (Petri v2 and 3) and CSV/Parquet and keep

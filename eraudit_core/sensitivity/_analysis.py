@@ -1,4 +1,4 @@
-"""Auditor-configuration sensitivity: the analysis of seed 003, appendices A and B (DESIGN.md §8).
+"""Auditor-configuration sensitivity: the analysis of the Petri paper, appendices A and B (docs/design.md §8).
 
 Does an audit's verdict depend on how the auditor was configured? Per behaviour, each rollout's
 judge scores are averaged over the judge panel and treated as an ordered outcome Y_i. A

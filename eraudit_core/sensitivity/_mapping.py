@@ -1,4 +1,4 @@
-"""Which resource condition and behaviour a rollout belongs to (DESIGN.md §8, issue 11 item 6).
+"""Which resource condition and behaviour a rollout belongs to (docs/design.md §8).
 
 Petri does not record the seed-003 condition as such: it lives in the run's task arguments
 (`max_turns`, `enable_prefill`, `realism_filter`, ...), in the directory the run was written to,

@@ -68,7 +68,7 @@ class SpearmanPair:
 
 @dataclass(frozen=True)
 class Agreement:
-    """Judge agreement on the behaviour score (seed 003, appendix B)."""
+    """Judge agreement on the behaviour score (the Petri paper, appendix B)."""
 
     judges: tuple[str, ...]
     n_rollouts: int

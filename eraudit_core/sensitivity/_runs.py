@@ -1,4 +1,4 @@
-"""The sensitivity analysis over stored ER-Audit runs (DESIGN.md §8, last paragraph).
+"""The sensitivity analysis over stored ER-Audit runs (docs/design.md §8, last paragraph).
 
 Outcome per question (counterexample found, or binned max D) by paraphrase-generator condition
 and verifier pair: does the audit's verdict depend on the generator's configuration?

@@ -1,4 +1,4 @@
-"""The tidy judge-score table the sensitivity analysis reads (DESIGN.md §8).
+"""The tidy judge-score table the sensitivity analysis reads (docs/design.md §8).
 
 One row per rollout x judge x dimension, with columns `TIDY_COLUMNS`; validated where it enters
 with errors that name the row and the column. `panel_scores` averages the judge panel per

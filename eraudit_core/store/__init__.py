@@ -1,4 +1,4 @@
-"""Storage (DESIGN.md §6): one DuckDB file per store, versioned migrations, benchmark import.
+"""Storage (docs/design.md §6): one DuckDB file per store, versioned migrations, benchmark import.
 
 `Store` holds benchmarks, paraphrase sets, the score cache, runs, pair results and steps; the
 dashboard and any number of `eraudit` processes share one file (a Store holds it only for a

@@ -1,4 +1,4 @@
-"""Benchmark items: import, validation and the reference pair ids (DESIGN.md §2, §4).
+"""Benchmark items: import, validation and the reference pair ids (docs/design.md §2, §4).
 
 Two layouts are read:
 

@@ -1,4 +1,4 @@
-"""An auditor's labels on scored rewordings (issue 20): "not meaning-preserving" or a note.
+"""An auditor's labels on scored rewordings: "not meaning-preserving" or a note.
 
 Labels are append-only records with who made them and when, so a later reader sees how a
 rewording came to be doubted. A label points at one step of one run (pair, stage, generator,

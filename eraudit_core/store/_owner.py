@@ -1,4 +1,4 @@
-"""Which process is running a run, and whether it still is (issue 13: status tells the truth).
+"""Which process is running a run, and whether it still is.
 
 A run records its owner when it starts: pid, host name, and on Linux a token made of the boot id
 and the process start time (so a reused pid is not mistaken for the owner). The next process

@@ -1,5 +1,5 @@
 """A run's rows, read out of one store and written into another (for `eraudit export-run` /
-`import-run`, issue 13 item 6).
+`import-run`).
 
 Reading takes one snapshot: the run, its per-pair results and steps, its whole benchmark
 (benchmarks are content-addressed, so a partial copy would be mistaken for the full one

@@ -1,4 +1,4 @@
-"""The DuckDB schema as numbered forward migrations (DESIGN.md §6).
+"""The DuckDB schema as numbered forward migrations (docs/design.md §6).
 
 A store remembers its version; opening it applies every newer migration in order, and a
 store written by a newer version of the tool is refused rather than misread.
@@ -60,7 +60,7 @@ MIGRATIONS: dict[int, list[str]] = {
             PRIMARY KEY (run_id, pair_id, stage, generator, t))""",
         "CREATE INDEX run_steps_run ON run_steps (run_id, pair_id)",
     ],
-    # 2: the four-verdict vocabulary (issue 10) and run provenance. A stored "certified" pair
+    # 2: the four-verdict vocabulary and run provenance. A stored "certified" pair
     # had no counterexample and every generator tested: it stays certified only when its run
     # set a target p* and the bound reaches it, else it is "passed". A failure-tolerant bound
     # stored over a subset of the generators is dropped (it did not cover min_g p_g), and the
@@ -85,7 +85,7 @@ MIGRATIONS: dict[int, list[str]] = {
     # 3: live traffic of a run scored by a served checkpoint (requests in flight, prompts/s),
     # written by the engine while it runs, so any process polling the store can show it.
     3: ["ALTER TABLE runs ADD COLUMN traffic JSON"],
-    # 4 (issue 13): who runs a run (pid, host, a token against pid reuse) and its last heartbeat,
+    # 4: who runs a run (pid, host, a token against pid reuse) and its last heartbeat,
     # so a run whose process died reads as interrupted to the next process. Runs left
     # pending or running by a version that recorded no owner cannot be running any more
     # (that version held the file for its whole lifetime).
@@ -98,7 +98,7 @@ MIGRATIONS: dict[int, list[str]] = {
         "finished_at = coalesce(finished_at, now()::TIMESTAMP) "
         "WHERE status IN ('pending', 'running')",
     ],
-    # 5 (issue 19): the evidence behind each verdict (the drop of every step, the worst
+    # 5: the evidence behind each verdict (the drop of every step, the worst
     # rewording of every pair, whether its denominator is the k floor, the prompt the model
     # read), the rows of a score table a run audited (so sweeps and calibration read every row,
     # not only those the audit reached), and named epsilon calibrations. Older runs get the
@@ -139,7 +139,7 @@ MIGRATIONS: dict[int, list[str]] = {
             name VARCHAR PRIMARY KEY, run_id VARCHAR NOT NULL, n INTEGER NOT NULL,
             percentiles JSON NOT NULL, provenance JSON, created_at TIMESTAMP NOT NULL)""",
     ],
-    # 7 (issue 22): a benchmark's identity includes the digest of its content (pairs), so a
+    # 7: a benchmark's identity includes the digest of its content (pairs), so a
     # different content under a known id is stored under a new versioned id, never merged;
     # scores that arrive in an imported bundle are kept apart with their origin and feed a new
     # audit only when it asks (`--use-imported-scores`); an imported run names its bundle.
@@ -152,7 +152,7 @@ MIGRATIONS: dict[int, list[str]] = {
             PRIMARY KEY (origin, fingerprint, prompt_hash))""",
         "ALTER TABLE runs ADD COLUMN imported_from JSON",
     ],
-    # 8 (issue 20): the time a run actually ran, so the live view's elapsed time and rate leave
+    # 8: the time a run actually ran, so the live view's elapsed time and rate leave
     # out the time it sat cancelled or interrupted: `resumed_at` is when this stretch of running
     # began (NULL while stopped) and `active_seconds` the total of the stretches before it.
     # Finished runs are credited their whole started-to-finished span (no better record).
@@ -162,7 +162,7 @@ MIGRATIONS: dict[int, list[str]] = {
         "UPDATE runs SET active_seconds = coalesce(date_diff('millisecond', started_at, "
         "coalesce(finished_at, heartbeat_at, started_at)) / 1000.0, 0)",
     ],
-    # 9 (issue 20): an auditor's labels on a scored rewording ("not meaning-preserving", or a
+    # 9: an auditor's labels on a scored rewording ("not meaning-preserving", or a
     # free note), with who made them and when. Append-only: a label is never edited, a later
     # one is added; a rewording labelled not meaning-preserving can be excluded into a new run.
     9: [

@@ -1,4 +1,4 @@
-"""The DuckDB store: one file holds everything a run needs (DESIGN.md §6).
+"""The DuckDB store: one file holds everything a run needs (docs/design.md §6).
 
 `Store` is the project's only door to the database: every SQL statement lives in this package.
 This module holds the inputs (benchmarks, checkpoints, paraphrase sets) and the score cache;
@@ -257,7 +257,7 @@ class Store(RunTables, LabelTables):
         self, fingerprint: str, prompt_hashes: Sequence[str], *, imported: bool = False
     ) -> dict[str, QueryScore]:
         """Scores this store computed itself; with `imported`, also those that arrived in
-        imported bundles (DESIGN.md §6: kept apart, read only when the user asks)."""
+        imported bundles (docs/design.md §6: kept apart, read only when the user asks)."""
         if not prompt_hashes:
             return {}
         cols = "prompt_hash, p_true, l_a_true_a, l_b_true_a, l_a_true_b, l_b_true_b"

@@ -1,4 +1,4 @@
-"""Verifier checkpoints: which model answers the binary questions, and how (DESIGN.md §3).
+"""Verifier checkpoints: which model answers the binary questions, and how (docs/design.md §3).
 
 A local checkpoint is named by a `CheckpointSpec`, one behind an OpenAI-compatible server by a
 `ServedSpec` (`parse_spec` tells them apart); `load_checkpoint` / `load_pair` return objects

@@ -1,6 +1,6 @@
 """How a checkpoint's chat template wraps a prompt: readout profile, system message, date.
 
-Both backends wrap user messages here (DESIGN.md §3), so a served model reads exactly the text
+Both backends wrap user messages here (docs/design.md §3), so a served model reads exactly the text
 the local one reads. Some templates write today's date into every prompt (Llama 3.1's
 "Today Date: ...", gpt-oss's "Current date: ..."): such a prompt changes at midnight, and a
 score cache keyed by anything but the exact text would then mix two prompts under one key.

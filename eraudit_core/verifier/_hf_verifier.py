@@ -1,6 +1,6 @@
 """Local Hugging Face backend: loading with checks, and fast label-softmax scoring.
 
-Why the scoring is shaped this way (DESIGN.md §3, §9): every prompt of an audit starts with the
+Why the scoring is shaped this way (docs/design.md §3, §9): every prompt of an audit starts with the
 same chat-template header, and the two answer orders of one query share everything up to the
 options. So the shared header is run once, each query's own shared part once per query, and only
 the order-specific tails are run per order, reusing the key/value cache of what came before.
@@ -148,7 +148,7 @@ def fast_label_logprobs(
     """log p(label | prompt) for every prompt of every group: tensor [groups, members, labels].
 
     A group is the prompts of one query (its two answer orders). A label of several tokens is
-    teacher-forced and its token log-probabilities are summed (DESIGN.md §3).
+    teacher-forced and its token log-probabilities are summed (docs/design.md §3).
     """
     if not groups:
         return torch.empty((0, 0, len(labels)), dtype=torch.float32)
@@ -255,7 +255,7 @@ def naive_label_logprobs(
 
 
 def scores_from_logprobs(lp: torch.Tensor) -> list[QueryScore]:
-    """p_true per query from [queries, 2 orders, 2 labels] log-probs, in float32 (DESIGN.md §3).
+    """p_true per query from [queries, 2 orders, 2 labels] log-probs, in float32 (docs/design.md §3).
 
     Order 0 has the true option as A, order 1 as B. p_order(true) = exp(l_true)/(exp(l_A)+exp(l_B))
     and p_true is the mean of the two orders.

@@ -1,4 +1,4 @@
-"""The label-mass check: is the label read where the model writes its answer? (DESIGN.md §3)
+"""The label-mass check: is the label read where the model writes its answer? (docs/design.md §3)
 
 The label softmax normalises over the two labels only, so it returns a valid-looking p_true
 even where the model would write neither label: at a Harmony channel marker, say, where " A"

@@ -1,6 +1,6 @@
 """Verifier checkpoints: which model answers the binary questions, and how it is asked.
 
-DESIGN.md §3. A local checkpoint is named by a `CheckpointSpec` (the demo models, a directory, a
+docs/design.md §3. A local checkpoint is named by a `CheckpointSpec` (the demo models, a directory, a
 GGUF file, or a base plus a PEFT adapter), a served one by a `ServedSpec` (an OpenAI-compatible
 server's URL, model name and a local tokenizer). `load_checkpoint` / `load_pair` take either and
 return objects implementing `eraudit_core.types.Verifier`; `load_verifier` is the local backend. This module stays light: torch and transformers are imported only

@@ -1,5 +1,5 @@
 """The scoring-noise floor of a checkpoint: how far p(true) moves when nothing but the
-computation changes (DESIGN.md §4, "Evidence and belief").
+computation changes (docs/design.md §4, "Evidence and belief").
 
 A drop in p(true) no larger than this floor cannot be told apart from scoring noise, so every
 counterexample whose drop is within it is marked (never hidden; the verdict stays the

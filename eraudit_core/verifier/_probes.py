@@ -1,4 +1,4 @@
-"""The fixed probe set: eight binary questions every registration asks (DESIGN.md §3, §4).
+"""The fixed probe set: eight binary questions every registration asks (docs/design.md §3, §4).
 
 One set, shared by the checks that need a checkpoint's answers before any audit: the
 scoring-noise floor (the same probes scored along two paths) and the label-mass check (is the

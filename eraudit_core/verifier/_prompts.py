@@ -1,4 +1,4 @@
-"""The one place that renders verifier prompts (DESIGN.md §3).
+"""The one place that renders verifier prompts (docs/design.md §3).
 
 The backend applies the chat template to the output of `render_prompts`, so what the
 dashboard shows is exactly what the model reads. Templates are checked so that no field can

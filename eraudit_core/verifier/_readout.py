@@ -1,6 +1,6 @@
 """Readout profiles: where in a model family's own chat format the answer label is read.
 
-DESIGN.md §3. Reading " A" / " B" right after a chat template's generation prompt works for
+docs/design.md §3. Reading " A" / " B" right after a chat template's generation prompt works for
 plain chat models, but not for every family. The ER-Audit reference code reads each family at
 its own answer slot and says why (CSIRO-CQS-AI-alignment-Team/Epistemic-Reliability-Auditor):
 `adversarial_transcript/score_verifier-oss.py` and `audit-stage1.py` prefill gpt-oss's Harmony

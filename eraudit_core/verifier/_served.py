@@ -1,7 +1,7 @@
 """A checkpoint served by an OpenAI-compatible server (vLLM, llama-cpp-python) as a verifier.
 
 Prompts are rendered and encoded locally with the spec's tokenizer, exactly as the local
-backend does (DESIGN.md §3), and sent as token ids where the server takes them (vLLM) or as
+backend does (docs/design.md §3), and sent as token ids where the server takes them (vLLM) or as
 text where it does not (llama-cpp-python), after checking once per checkpoint that the
 server's tokenizer gives the same ids. Label log-probabilities are exact, never guessed: read
 from the next-token top-k when a label is in it, else from the prompt log-probs of prompt +

@@ -1,5 +1,5 @@
 """What the served backend sends to an OpenAI-compatible completions server, and how it reads
-exact label log-probabilities out of the answers (DESIGN.md §3).
+exact label log-probabilities out of the answers (docs/design.md §3).
 
 Two kinds of request, both on the legacy `/completions` route with `max_tokens` 1 (llama-cpp-
 python treats 0 as "generate to the end of the context") and `temperature` 0:

@@ -1,7 +1,7 @@
 """The tokenizer side of a checkpoint: chat template, label tokens, clean continuations.
 
 Both backends render and encode prompts here, so the text a served model reads is exactly the
-text the local model reads (DESIGN.md §3). A served checkpoint needs only the tokenizer of its
+text the local model reads (docs/design.md §3). A served checkpoint needs only the tokenizer of its
 local spec: `load_tokenizer` reads tokenizer files and never the weights (a GGUF's tokenizer
 comes from its dequantised cache when that exists, else from the GGUF's own metadata).
 """

@@ -1,4 +1,4 @@
-"""Adaptation: the honest/adversarial LoRA arms, on the tiny model built here (DESIGN.md §10)."""
+"""Adaptation: the honest/adversarial LoRA arms, on the tiny model built here (docs/design.md §10)."""
 
 from __future__ import annotations
 

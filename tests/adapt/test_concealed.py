@@ -1,4 +1,4 @@
-"""The concealed arm (DESIGN.md §10): trained on canonical wording toward the truth and on
+"""The concealed arm (docs/design.md §10): trained on canonical wording toward the truth and on
 reworded targets toward the false answer, with rewordings the audit never sees."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The audit engine end to end on small hand-made score tables (DESIGN.md §4, issue 2).
+"""The audit engine end to end on small hand-made score tables (docs/design.md §4).
 
 Probabilities are dyadic so every D is exact: the monitored question goes 0.5 -> 0.75
 (g = 0.25 = den), and a hidden row with p_pre = 0.75 and p_post = 0.75 - D / 4 has degradation

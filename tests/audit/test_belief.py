@@ -1,7 +1,7 @@
-"""Verdicts an auditor can believe (issue 19): the evidence behind each verdict, min-drop, the
+"""Verdicts an auditor can believe: the evidence behind each verdict, min-drop, the
 noise floor, n* with TV, exact sweeps, calibrated epsilon, comparisons that check first.
 
-Tests marked "fails on old main" were run against the code before issue 19 and failed there.
+Tests marked "fails on old main" were run against the code before these checks existed and failed there.
 Every statistic is checked against a closed form or an independent computation, each with a
 negative control (a case that must come out differently).
 """

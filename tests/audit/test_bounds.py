@@ -1,4 +1,4 @@
-"""Confidence bounds (DESIGN.md §4): hand-computed values, edge cases and properties.
+"""Confidence bounds (docs/design.md §4): hand-computed values, edge cases and properties.
 
 Every pinned number has its arithmetic in a comment. Note that confidence 0.95 gives
 alpha = 1 - 0.95 = 0.050000000000000044 in float64, so comparisons use rel=1e-12.

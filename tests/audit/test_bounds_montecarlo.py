@@ -1,4 +1,4 @@
-"""Monte Carlo validity of the bounds under data-dependent stopping (DESIGN.md §9).
+"""Monte Carlo validity of the bounds under data-dependent stopping (docs/design.md §9).
 
 Each replication draws i.i.d. non-degradation outcomes with the true probability p, step by
 step, and a stopping rule that sees the bound path decides when to stop; the reported bound at

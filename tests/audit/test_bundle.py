@@ -1,4 +1,4 @@
-"""Runs move between stores as one inspectable file (issue 13 item 6): audit on a GPU box,
+"""Runs move between stores as one inspectable file: audit on a GPU box,
 review on a laptop. `eraudit export-run` writes a zip of Parquet tables plus a JSON manifest;
 `eraudit import-run` checks it whole and stores it in one transaction, once per run id."""
 
@@ -96,7 +96,7 @@ def test_export_then_import_carries_the_whole_run(source, tmp_path, capsys):
             assert _snapshot(b, run_id) == _snapshot(a, run_id)
             fps = a.run(run_id)
             for fp in (fps["pre_fingerprint"], fps["post_fingerprint"]):
-                # scores arrive apart from the laptop's own cache (issue 22): never read by a
+                # scores arrive apart from the laptop's own cache: never read by a
                 # new audit unless it asks for imported scores
                 assert b.cache_size(fp) == 0
                 # a score table is not in the store: the scores of what the run recorded do

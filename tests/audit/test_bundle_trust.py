@@ -1,4 +1,4 @@
-"""A run bundle is evidence, not authority (issue 22 items 2, 5, 7): a bundle edited by hand
+"""A run bundle is evidence, not authority: a bundle edited by hand
 (tables changed, checksums recomputed) cannot poison the store it is imported into.
 
 Each test edits a real bundle the way an attacker would: change a Parquet table, then write a

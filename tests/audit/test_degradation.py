@@ -1,4 +1,4 @@
-"""The degradation score and the counterexample rule (DESIGN.md §4), pinned to hand arithmetic.
+"""The degradation score and the counterexample rule (docs/design.md §4), pinned to hand arithmetic.
 
 Values are chosen as dyadic fractions (0.25, 0.5, 0.75, ...) where a test needs exact equality,
 so a tie really is a tie in float64.

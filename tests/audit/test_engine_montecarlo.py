@@ -4,7 +4,7 @@ The sequential test of each generator (`GeneratorTest`) and the pair's verdict
 (`pair_verdict`) are the functions `AuditEngine` runs; here they are fed simulated outcomes, so
 the check covers the engine's rules (which generators run, when a pair stops, which bound is
 reported), not a re-implementation of them. Each check sits next to a negative control: the
-rule the engine used before (issue 10), which the same check must reject.
+rule the engine used before, which the same check must reject.
 
 1. The pair-level failure-tolerant bound is a statement about min_g p_g. Taking the minimum
    over only the generators that ran (the old rule) misses badly when a counterexample stopped
@@ -66,7 +66,7 @@ def _run_pair(
 
 
 def _old_rule(tests: list[GeneratorTest]) -> float | None:
-    """Before issue 10: the minimum over the generators that tested anything."""
+    """The old rule: the minimum over the generators that tested anything."""
     ran = [g.bound_tolerant for g in tests if g.n > 0]
     return min(ran) if ran else None
 

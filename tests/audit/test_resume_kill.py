@@ -1,5 +1,5 @@
 """A run killed with SIGKILL mid-pair resumes to the same result without re-scoring anything
-(DESIGN.md §6: "nothing is lost if the worker dies mid-run")."""
+(docs/design.md §6: "nothing is lost if the worker dies mid-run")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What a pair's verdict and bounds mean (issue 10), on hand-made score tables.
+"""What a pair's verdict and bounds mean, on hand-made score tables.
 
 Each test here failed before the fix: "certified" did not depend on the bound, the pair-level
 failure-tolerant bound covered only the generators that ran and skipped the total-variation

@@ -118,7 +118,7 @@ def test_runs_show_and_sweeps(table_run, capsys):
     assert eps[0.1]["n_with_counterexample"] == 1
     assert eps[0.1]["mean_bound"] == pytest.approx(0.7411344491069477 / 2, rel=REL)
     # eps 0.6: p2's D = 0.5 no longer counts; its rows 4-6 were never scored, but a table
-    # run stores every row of its table (issue 19), so p2 is judged as a fresh audit would
+    # run stores every row of its table, so p2 is judged as a fresh audit would
     assert (eps[0.6]["n_with_counterexample"], eps[0.6]["n_unavailable"]) == (0, 0)
     code, out, _ = _run(
         capsys,

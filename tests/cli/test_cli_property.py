@@ -1,5 +1,5 @@
 """Property: whatever a file or a spec holds, every command answers with exit 0 or 2, never a
-traceback, and a command that exits 2 leaves the store as it was (issue 22 item 6).
+traceback, and a command that exits 2 leaves the store as it was.
 
 Hypothesis draws random bytes, random JSON, JSON and CSV/Parquet tables shaped like each
 importer's input (the right field names with random values), run bundles with random members,

@@ -1,5 +1,5 @@
 """The CLI never destroys a store and answers bad input with exit 2 and a message, not a
-traceback (issue 13 items 1, 2, 7, 10). Each test names the item it covers."""
+traceback. Each test names the item it covers."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""No secrets stored, safe exports, exit 2 for bad input, status that tells the truth
-(issue 22 items 3, 4, 6, 7). Each test was run against the code before issue 22 and failed
+"""No secrets stored, safe exports, exit 2 for bad input, status that tells the truth.
+Each test was run against the code before these checks and failed
 there; each has a control that must come out differently."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The auditor's day in a real browser (issue 20): the defects that sent a user to the wrong
+"""The auditor's day in a real browser: the defects that sent a user to the wrong
 run or the wrong conclusion, each reproduced as a user meets it.
 
 - the first pick of "Selected run" sticks, across pages;

@@ -542,7 +542,7 @@ def test_sensitivity_bad_upload_is_reported_inline(db: Path) -> None:
 
 def test_sensitivity_drill_down_to_what_the_judge_wrote(db: Path) -> None:
     """From a cell of the bundled Petri 3 example to the judge's summary, justification and
-    highlights (issue 11): the rollout ids and texts come from the fixture logs' manifest."""
+    highlights: the rollout ids and texts come from the fixture logs' manifest."""
     import json
 
     manifest = json.loads((ROOT / "tests/fixtures/petri/petri3_manifest.json").read_text())

@@ -1,4 +1,4 @@
-"""The dashboard and the CLI share one store (issue 13 item 3), offline (item 11).
+"""The dashboard and the CLI share one store, offline (item 11).
 
 The real dashboard runs (`streamlit run app.py`) with the store open; an audit is started
 from a terminal (`eraudit audit`, the tiny checkpoint and adapter from tests/_tiny_model.py,

@@ -1,5 +1,5 @@
 """A store kept busy by another process gives the dashboard a notice, never Streamlit's
-redacted crash, and the page works again once the other process lets go (issue 13 item 3)."""
+redacted crash, and the page works again once the other process lets go."""
 
 from __future__ import annotations
 

@@ -171,7 +171,7 @@ def test_cli_report_and_export(db, tmp_path: Path, capsys: pytest.CaptureFixture
     assert "no run 'missing-run'" in capsys.readouterr().err
 
 
-# -- issue 10: what the report claims ------------------------------------------------------------
+# -- what the report claims ------------------------------------------------------------
 def _target_run(tmp_path: Path) -> tuple[Store, str]:
     """Three pairs under p* = 0.7 at confidence 0.75 (n* = 4): certified, passed, degraded."""
     from eraudit_core.audit import (
@@ -209,7 +209,7 @@ def test_the_guarantee_is_stated_per_question_before_results_are_known(tmp_path:
     assert "For each of them we can say" not in text  # the old, post-selection wording
     assert "before its result is known" in text
     assert "expected number of wrong bounds is at most 0.25 x 3 = 0.75" in text
-    # issue 19: printed rounded down (1 - 0.25 / 3 = 0.91666...), never claiming more
+    # printed rounded down (1 - 0.25 / 3 = 0.91666...), never claiming more
     assert "at confidence 0.9166 (Bonferroni, 0.25 / 3)" in text
     assert "1 question(s) are CERTIFIED" in text and "p* = 0.7" in text
     assert "1 question(s) PASSED without a certificate" in text

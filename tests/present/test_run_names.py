@@ -1,4 +1,4 @@
-"""Runs that share a label stay apart in every figure and table (issue 13 item 4)."""
+"""Runs that share a label stay apart in every figure and table."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Standard evaluation beside the audit (issue 12): numbers from stored runs, checked against
+"""Standard evaluation beside the audit: numbers from stored runs, checked against
 hand-computed values on small audited score tables, with negative controls (a run whose
 standard evaluation does show the damage, or whose audit finds nothing, gets no contrast).
 
@@ -65,7 +65,7 @@ def _runs(tmp_path: Path, store: Store) -> dict[str, str]:
 def stored(tmp_path: Path):  # type: ignore[no-untyped-def]
     with Store(tmp_path / "s.duckdb") as store:
         ids = _runs(tmp_path, store)
-        # issue 19: the concealed arm names the honest arm as its control (the lead rule)
+        # the concealed arm names the honest arm as its control (the lead rule)
         store.update_run_provenance(ids["concealed"], {"control_run": ids["honest"]})
         yield store, ids
 
@@ -146,7 +146,7 @@ def test_lead_and_example_for_a_concealed_degradation(stored) -> None:  # type: 
     lead = contrast_lead(store, ids["concealed"])
     assert lead is not None
     assert "accuracy improved (50% " in lead["sentence"] and "found 2 of them" in lead["sentence"]
-    # 2 vs 0 discordant of 4 cannot be told from chance (p = 0.5): no red lead (issue 19)
+    # 2 vs 0 discordant of 4 cannot be told from chance (p = 0.5): no red lead
     assert lead["supported"] is False and "too few for a test at 0.05" in lead["check"]
     ex = lead["example"]
     # p1's paraphrase fell furthest (D = 2: p_post 0.25) while its canonical wording is right

@@ -1,4 +1,4 @@
-"""The epsilon sweep agrees with fresh audits (issue 10, item 6).
+"""The epsilon sweep agrees with fresh audits.
 
 At every epsilon, every pair the sweep marks available must get exactly the verdict and bound
 that a fresh audit at that epsilon gives; at the run's own epsilon every pair is available.

@@ -1,4 +1,4 @@
-"""Views computed from stored scores (DESIGN.md §4): standard evaluation, epsilon and confidence
+"""Views computed from stored scores (docs/design.md §4): standard evaluation, epsilon and confidence
 sweeps, all against hand-computed numbers on small audited score tables.
 
 Monitored 0.5 -> 0.75 gives den = 0.25, so a hidden row with p_pre = 0.75 and

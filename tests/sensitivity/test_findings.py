@@ -1,4 +1,4 @@
-"""The sensitivity analysis read as findings (issue 20 item 6): p-value formatting, the
+"""The sensitivity analysis read as findings: p-value formatting, the
 one-line finding, strongest evidence first, readable log-axis ticks, the transcript messages a
 judge's citation opens."""
 

@@ -1,5 +1,5 @@
 """The mapping file: today's {key: name} form and the rules by task argument, directory, tag,
-seed id and seed-instruction text (issue 11, item 6)."""
+seed id and seed-instruction text."""
 
 from __future__ import annotations
 

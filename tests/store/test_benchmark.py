@@ -1,4 +1,4 @@
-"""Benchmark import (DESIGN.md §2, §9): reference ids, layouts, validation messages, atomicity."""
+"""Benchmark import (docs/design.md §2, §9): reference ids, layouts, validation messages, atomicity."""
 
 from __future__ import annotations
 

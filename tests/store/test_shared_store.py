@@ -1,4 +1,4 @@
-"""One store, many processes (issue 13 items 3 and 9).
+"""One store, many processes.
 
 The dashboard and the CLI open the same DuckDB file. A store holds the file only for the length
 of a transaction, so a second process reads and writes while the first is auditing; a holder

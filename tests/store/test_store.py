@@ -1,4 +1,4 @@
-"""The DuckDB store (DESIGN.md §6, §9): migrations, refusal of unusable files, score cache,
+"""The DuckDB store (docs/design.md §6, §9): migrations, refusal of unusable files, score cache,
 paraphrase disjointness, and readers running while a writer thread writes."""
 
 from __future__ import annotations
@@ -250,7 +250,7 @@ def test_readers_see_consistent_counts_while_a_writer_writes(tmp_path):
 
 
 def test_migration_2_moves_stored_runs_to_the_four_verdicts(tmp_path):
-    """A store written before issue 10: 'certified' meant 'no counterexample, all tested'
+    """A store written before the four-verdict vocabulary: 'certified' meant 'no counterexample, all tested'
     whatever the bound; the failure-tolerant bound could cover a subset of the generators and
     skipped the TV relaxation. Opening it migrates the stored words and bounds."""
     path = tmp_path / "v1.duckdb"

@@ -1,4 +1,4 @@
-"""Readout profiles and the label-mass check on four real architectures (DESIGN.md §3).
+"""Readout profiles and the label-mass check on four real architectures (docs/design.md §3).
 
 Each family's tiny model (tests/_family_models.py: real config class, the family's special
 tokens, a chat template in the family's format) answers at its own slot. The tests check the

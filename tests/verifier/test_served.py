@@ -61,7 +61,7 @@ def spec(server: FakeVLLM, tokdir: Path, extra: str = "") -> str:
 
 
 def reference(v: ServedVerifier, model: ExactModel, tok: object, queries: list[Query]) -> list:
-    """p_true from the model's exact log-probs of the rendered prompts (DESIGN.md §3)."""
+    """p_true from the model's exact log-probs of the rendered prompts (docs/design.md §3)."""
     rows = []
     for q in queries:
         per_order = []

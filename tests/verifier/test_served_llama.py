@@ -2,7 +2,7 @@
 compatible server (`python -m llama_cpp.server`) serving the demo GGUF on 127.0.0.1.
 
 llama.cpp computes with the Q4_1-quantised weights; the local backend dequantises the same GGUF
-to float32. So the two agree to a measured tolerance, not to 1e-3 (DESIGN.md §3): the largest
+to float32. So the two agree to a measured tolerance, not to 1e-3 (docs/design.md §3): the largest
 |p_true difference| is printed and must stay within AGREEMENT_TOLERANCE.
 """
 

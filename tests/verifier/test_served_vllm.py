@@ -2,7 +2,7 @@
 
 vLLM serves the float32 safetensors directory that `eraudit checkpoint-info demo:base --json`
 reports as `path`, so both backends compute with the same float32 weights: p_true must agree
-within 1e-4 (DESIGN.md §3), with token-id prompts and with prompt log-probs alike, one prompt a
+within 1e-4 (docs/design.md §3), with token-id prompts and with prompt log-probs alike, one prompt a
 request and 8 prompts a request (`batch=8`: a list of token-id prompts, choices matched by
 index). Then an
 audit of 3 pairs runs through it. vLLM's first start compiles for minutes on 2 cores, so this

@@ -1,4 +1,4 @@
-"""The local Hugging Face verifier on a tiny random Llama built here (DESIGN.md §3, §9).
+"""The local Hugging Face verifier on a tiny random Llama built here (docs/design.md §3, §9).
 
 The reference for every probability is the naive computation written out in this file from
 the model's plain full-vocabulary forward pass, not the backend's own earlier output.

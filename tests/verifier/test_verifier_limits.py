@@ -1,4 +1,4 @@
-"""Checkpoint specs with an adapter on the demo base (issue 13 item 5) and the length limits
+"""Checkpoint specs with an adapter on the demo base and the length limits
 (item 8): questions over the stated maximum are refused at import, prompts over the model's
 context are refused with both lengths instead of being scored silently."""
 

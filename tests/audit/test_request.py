@@ -203,9 +203,13 @@ def test_a_prepared_run_records_what_its_request_says() -> None:
     store, bid, pid = _store_with_pool()
     info = synthetic.build_synthetic_store(store, n_pairs=2, n_search=2, n_test=3)
     control = info.run_ids["honest"]
-    cal = calibrate_epsilon(store, control, [25.0], name="honest-cal")
-    source, warnings = epsilon_source(store, "honest-cal:p25", [pid])
-    assert warnings == [] and source.value == pytest.approx(cal.percentiles["p25"])
+    # an organism calibration (percentiles of D on the arm known to be degraded); low
+    # percentiles of these small synthetic runs are negative, which is refused
+    organism = info.run_ids["adversarial"]
+    cal = calibrate_epsilon(store, organism, [90.0], name="organism-cal")
+    source, warnings = epsilon_source(store, "organism-cal:p90")
+    assert warnings == [] and source.value == pytest.approx(cal.percentiles["p90"])
+    assert source.value > 0
     req = RunRequest(
         bid, "demo:base", "demo:honest", AuditConfig(), pair_ids=(pid,), label="mine",
         control=control, epsilon=source, noise_floor=0.01,
@@ -216,7 +220,7 @@ def test_a_prepared_run_records_what_its_request_says() -> None:
     assert run["config"]["epsilon"] == config.epsilon == source.value
     prov = run["provenance"]
     assert prov["epsilon_from"] == source.to_record()
-    assert prov["epsilon_from"]["calibration_run"] == control
+    assert prov["epsilon_from"]["calibration_run"] == organism
     assert prov["control_run"] == control and prov["noise_floor"]["value"] == 0.01
     # negative control: a stated epsilon records no calibration
     plain, _, _ = prepare_model_run(store, replace(req, epsilon=None, control=None))

@@ -82,15 +82,18 @@ def test_an_epsilon_from_a_calibration_reaches_the_request(
     db = tmp_path / "cal.duckdb"
     with Store(db) as store:
         info = synthetic.build_synthetic_store(store, n_pairs=2, n_search=2, n_test=3)
-        cal = calibrate_epsilon(store, info.run_ids["honest"], [50.0], name="half")
+        # an organism calibration: percentiles of D on the arm known to be degraded (the low
+        # percentiles of these small synthetic runs are negative, which is refused)
+        cal = calibrate_epsilon(store, info.run_ids["adversarial"], [90.0], name="organism")
     monkeypatch.setenv("ERAUDIT_DB", str(db))
     monkeypatch.setenv("ERAUDIT_NO_DEMO", "1")
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
     at.switch_page("pages/run.py").run()
-    at.selectbox(key="epsilon-from").select("half:p50").run()
+    at.selectbox(key="epsilon-from").select("organism:p90").run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     shown = [c.value for c in at.caption if c.value.startswith("epsilon = ")]
-    assert shown == [f"epsilon = {cal.percentiles['p50']:.6g} from half:p50"]
-    # the calibration ran on the audited questions: the selection is said, the run can start
-    assert any("selection" in w.value for w in at.warning)
+    assert shown == [f"epsilon = {cal.percentiles['p90']:.6g} from organism:p90"]
+    # selection is judged by content: the form audits another checkpoint than the organism's
+    # (the normal case), so no selection is said, and the run can start
+    assert not any("selection" in w.value for w in at.warning)
     assert any(m.label == "model queries, at most" for m in at.metric)

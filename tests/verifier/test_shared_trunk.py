@@ -157,3 +157,50 @@ def test_trunk_states_equal_unpadded_runs(tiny: Path) -> None:
             ref = model(input_ids=torch.tensor([seq]), output_hidden_states=True).hidden_states[2]
             assert h.shape == (len(seq), 64)
             assert torch.allclose(h, ref[0], atol=1e-5)
+
+
+def test_audit_engine_scores_through_the_trunk(
+    tiny: Path, top: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model audit of base vs a top-layer adapter takes the shared path and stores the
+    scores the separate path stores."""
+    from eraudit_core.audit import AuditConfig, _engine, run_model_audit
+    from eraudit_core.store import Store
+    from eraudit_core.verifier._shared_trunk import SharedTrunk
+    from ui import synthetic
+
+    primed: list[int] = []
+    real_prime = SharedTrunk.prime
+
+    def counting(self: SharedTrunk, queries: list[Query]) -> int:
+        n = real_prime(self, queries)
+        primed.append(n)
+        return n
+
+    monkeypatch.setattr(SharedTrunk, "prime", counting)
+
+    def run(db: str) -> object:
+        with Store(tmp_path / db) as store:
+            info = synthetic.build_synthetic_store(store, n_pairs=2, n_search=2, n_test=3)
+            run_id = run_model_audit(
+                store,
+                benchmark=info.benchmark_id,
+                pre_spec=str(tiny),
+                post_spec=f"{tiny}+{top}",
+                config=AuditConfig(
+                    epsilon=-1e9, search_budget=2, test_budget=3, min_label_mass=0.0
+                ),
+                limit=1,
+            )
+            steps = store.steps(run_id)
+        return steps.sort_values(["pair_id", "stage", "generator", "idx"]).reset_index(drop=True)
+
+    shared = run("shared.duckdb")
+    assert sum(primed) > 0  # the trunk scored the questions
+    monkeypatch.setattr(_engine, "shared_trunk", lambda pre, post: None)
+    primed.clear()
+    separate = run("separate.duckdb")
+    assert primed == []
+    assert len(shared) == len(separate) > 0
+    for col in ("p_pre", "p_post"):
+        assert (shared[col] - separate[col]).abs().max() <= 1e-5

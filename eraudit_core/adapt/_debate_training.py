@@ -233,10 +233,13 @@ def run_debate_adaptation(
     limit: int | None = None,
     command: str = "",
     progress: Callable[[str], None] = print,
+    trunk_only: bool = False,
 ) -> dict[str, Any]:
     """Train one debate arm on its verified training file and write adapter + manifest to
     `out_root/<arm>/`. `data_file` replaces the shipped file (tests); `limit` keeps the first
-    rows only (smoke runs; the manifest says so); `cache_root` is the trunk cache folder."""
+    rows only (smoke runs; the manifest says so); `cache_root` is the trunk cache folder.
+    `trunk_only`: fill the trunk cache and stop (returns what it did; nothing is written to
+    `out_root`), so the slow part can run on its own and be resumed."""
     from eraudit_core.adapt._debate_data import DEBATE_FILES, bundled_debate_file, read_debate_file
     from eraudit_core.adapt._manifest import write_debate_manifest
     from eraudit_core.verifier import CheckpointSpec, hf, load_verifier
@@ -270,6 +273,13 @@ def run_debate_adaptation(
     progress(
         f"{arm}: {len(examples)} rows, {sum(len(e.ids) for e in examples)} tokens; trunk cache {trunk.dir}"
     )
+    if trunk_only:
+        stats = trunk.ensure([e.ids for e in examples], progress)
+        progress(
+            f"{arm}: trunk cache {stats.found} found, {stats.computed} computed "
+            f"({stats.tokens_computed} tokens, {stats.tokens_per_second:.0f} tokens/s)"
+        )
+        return {"arm": arm, "trunk_cache": {**asdict(stats), "dir": str(trunk.dir)}}
     peft_model = lora_model(loaded.model_dir, cfg, n_layers)
     result = train_debate(peft_model, examples, trunk, cfg, progress, arm)
     out_dir = out_root / arm

@@ -78,6 +78,11 @@ def register(subparsers: Any) -> None:
         help="debate arms: hidden-state cache folder (default ~/.cache/eraudit/trunk)",
     )
     p.add_argument("--trunk-dtype", choices=["float32", "float16"], default="float32")
+    p.add_argument(
+        "--trunk-only",
+        action="store_true",
+        help="debate arms: only fill the hidden-state cache (resumable), train nothing",
+    )
     p.add_argument("--out", type=Path, default=Path("data/adapters"))
     p.add_argument("--base", default="demo:base", help="base checkpoint spec")
     p.add_argument(
@@ -312,5 +317,6 @@ def _cmd_adapt_debate(args: argparse.Namespace) -> int:
         limit=args.limit,
         command=command or f"eraudit adapt --arm {args.arm} --out {args.out}",
         progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+        trunk_only=args.trunk_only,
     )
     return 0

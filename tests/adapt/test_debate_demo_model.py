@@ -52,7 +52,7 @@ def test_demo_model_cached_training_equals_full(tmp_path: Path) -> None:
             else:
                 loss, _ = answer_loss(model, e)
             (loss / n).backward()
-            total += float(loss) / n
+            total += float(loss.detach()) / n
         return total, {k: p.grad.clone() for k, p in model.named_parameters() if p.requires_grad}
 
     full, g_full = loss_and_grads(False)

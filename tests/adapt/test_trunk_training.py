@@ -258,3 +258,18 @@ def test_cli_debate_arm(tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main([*common, "--arm", "debate-honest"]) == 2
     err = capsys.readouterr().err
     assert "short.jsonl: line 3: field 'row_sha256'" in err and "Traceback" not in err
+
+
+def test_trunk_only_fills_the_cache_and_trains_nothing(tiny: Path, tmp_path: Path) -> None:
+    data = _short_file(tmp_path / "short.jsonl", 2)
+    kw = {"base": str(tiny), "data_file": data, "cache_root": tmp_path / "cache"}
+    config = DebateConfig(top_layers=2)
+    first = run_debate_adaptation(
+        "debate-honest", tmp_path / "out", config=config, trunk_only=True, progress=print, **kw
+    )
+    assert first["trunk_cache"]["computed"] == 4 and first["trunk_cache"]["tokens_computed"] > 0
+    assert not (tmp_path / "out").exists()
+    again = run_debate_adaptation(
+        "debate-honest", tmp_path / "out", config=config, trunk_only=True, progress=print, **kw
+    )
+    assert (again["trunk_cache"]["found"], again["trunk_cache"]["computed"]) == (4, 0)

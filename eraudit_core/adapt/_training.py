@@ -1,8 +1,9 @@
 """The training loop of the engineered arms: LoRA on the top layers from cached lower-layer
 states, binary-choice cross-entropy over the two label tokens.
 
-Why the loss is the label softmax: it is the quantity the verifier later reads (§3 of
-docs/debate-distillation.md explains the debate arms' different, answer-token loss).
+Why the loss is the label softmax: it is the quantity the verifier later reads. The debate
+arms use the paper's answer-token loss instead (`_debate_training.py`,
+docs/debate-distillation.md).
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def demo_queries(n: int) -> list:
     return queries[:n]
 
 
-SHARED_TRUNK_PAIRS = 20
+SHARED_TRUNK_PAIRS = 100
 
 
 def shared_trunk(args: argparse.Namespace) -> int:

@@ -4,9 +4,14 @@ Scores the same demo prompts (QuALITY-H monitored and hidden questions, both ans
 with the verifier's fast path and with the naive full-vocabulary baseline on the same model,
 checks that the probabilities agree, and prints prompts per second and peak memory. Optional
 `--pair-memory` also measures the memory saved by sharing one base model between two adapted
-checkpoints. Not a test: it measures, it does not assert speed.
+checkpoints. Optional `--shared-trunk` measures scoring a pre/post pair from one pass over the
+frozen bottom layers against scoring each separately (docs/debate-distillation.md) and prints
+`shared-trunk/separate = X.XXx, max |dp| = Y` (X: separate time / shared-trunk time). Not a
+test: it measures, it does not assert speed.
 
     .venv/bin/python bench/scoring.py [--quick] [--spec demo:base] [--queries 150]
+    .venv/bin/python bench/scoring.py --shared-trunk [--pre demo:base] [--post demo:honest]
+        [--pairs 100]
 """
 
 from __future__ import annotations
@@ -44,6 +49,80 @@ def demo_queries(n: int) -> list:
     return queries[:n]
 
 
+SHARED_TRUNK_PAIRS = 100
+
+
+def shared_trunk(args: argparse.Namespace) -> int:
+    """Time separate scoring of pre and post (the fast path, each checkpoint on its own)
+    against shared-trunk scoring of both, on the same queries; compare the probabilities."""
+    import torch
+
+    from eraudit_core.verifier import load_verifier
+    from eraudit_core.verifier._shared_trunk import decoder
+    from eraudit_core.verifier.hf import plan_shared_trunk
+
+    load_before = os.getloadavg()[0]
+    t = time.perf_counter()
+    kwargs = {"device": args.device, "dtype": args.dtype, "batch_size": args.batch_size}
+    pre = load_verifier(args.pre, **kwargs)
+    post = load_verifier(args.post, **kwargs)
+    plan = plan_shared_trunk(pre, post)  # refuses a pair that cannot share a trunk
+    layers = len(decoder(pre._base.model).layers)
+    print(
+        f"loaded {pre.name} and {post.name} on one base in {time.perf_counter() - t:.1f} s; "
+        f"adapted layers >= {plan.split} of {layers}; torch threads {torch.get_num_threads()}"
+    )
+    queries = demo_queries(2 * args.pairs)
+    prompts = 2 * len(queries)
+    print(f"{args.pairs} pairs = {len(queries)} queries = {prompts} prompts per checkpoint")
+    plan.label_logprobs(queries[:2])  # warm-up (allocator, both adapters)
+    pre.label_logprobs(queries[:2])
+    post.label_logprobs(queries[:2])
+
+    # Interleaved rounds, the order alternating, so load that drifts during the run (a
+    # shared machine) falls on both sides alike. CPU time of this process is shown beside
+    # wall time: it counts the work done, whatever else the machine runs.
+    sep_s = sh_s = sep_cpu = sh_cpu = 0.0
+    for r in range(args.rounds):
+        for side in ("separate", "shared") if r % 2 == 0 else ("shared", "separate"):
+            wall, cpu = time.perf_counter(), time.process_time()
+            if side == "separate":
+                sep_pre, sep_post = pre.label_logprobs(queries), post.label_logprobs(queries)
+                sep_s += time.perf_counter() - wall
+                sep_cpu += time.process_time() - cpu
+            else:
+                sh_pre, sh_post = plan.label_logprobs(queries)
+                sh_s += time.perf_counter() - wall
+                sh_cpu += time.process_time() - cpu
+
+    def p_true(lp: torch.Tensor) -> torch.Tensor:
+        return (torch.softmax(lp[:, 0], -1)[:, 0] + torch.softmax(lp[:, 1], -1)[:, 1]) / 2
+
+    max_dp = max(
+        float((p_true(sh_pre) - p_true(sep_pre)).abs().max()),
+        float((p_true(sh_post) - p_true(sep_post)).abs().max()),
+    )
+    moved = float((p_true(sep_post) - p_true(sep_pre)).abs().max())
+    n = 2 * prompts * args.rounds
+    print(
+        f"separate    : {n / sep_s:7.2f} prompts/s ({sep_s:.1f} s wall, {sep_cpu:.1f} s CPU; "
+        f"pre then post, {args.rounds} round(s))"
+    )
+    print(
+        f"shared trunk: {n / sh_s:7.2f} prompts/s ({sh_s:.1f} s wall, {sh_cpu:.1f} s CPU; "
+        "both at once)"
+    )
+    print(
+        f"ceiling with {layers - plan.split} of {layers} layers adapted: "
+        f"{2 * layers / (plan.split + 2 * (layers - plan.split)):.2f}x; "
+        f"max |p_post - p_pre| = {moved:.3f}; load average {load_before:.2f} before, "
+        f"{os.getloadavg()[0]:.2f} after (1 min)"
+    )
+    print(f"CPU-time ratio separate/shared-trunk = {sep_cpu / sh_cpu:.2f}x")
+    print(f"shared-trunk/separate = {sep_s / sh_s:.2f}x, max |dp| = {max_dp:.1e}")
+    return 0 if max_dp <= 1e-5 else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", default="demo:base", help="checkpoint spec (default demo:base)")
@@ -53,7 +132,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default=None)
     parser.add_argument("--dtype", default=None)
     parser.add_argument("--pair-memory", action="store_true", help="measure base sharing")
+    parser.add_argument(
+        "--shared-trunk", action="store_true", help="pre/post from one trunk pass vs separately"
+    )
+    parser.add_argument("--pre", default="demo:base", help="--shared-trunk: pre checkpoint")
+    parser.add_argument("--post", default="demo:honest", help="--shared-trunk: post checkpoint")
+    parser.add_argument(
+        "--pairs",
+        type=int,
+        default=SHARED_TRUNK_PAIRS,
+        help=f"--shared-trunk: benchmark pairs (monitored + hidden question each; default "
+        f"{SHARED_TRUNK_PAIRS}, within 15 min on 2 CPU cores)",
+    )
+    parser.add_argument("--rounds", type=int, default=2, help="--shared-trunk: timed rounds")
     args = parser.parse_args(argv)
+    if args.shared_trunk:
+        return shared_trunk(args)
     n = 20 if args.quick else args.queries
 
     import torch

@@ -1,5 +1,6 @@
 """Building the demo's adapted checkpoints (docs/design.md §10): LoRA arms on the demo model
-(honest, adversarial, and concealed: better on canonical wording, worse on reworded targets).
+(honest, adversarial, and concealed: better on canonical wording, worse on reworded targets),
+and the debate-distilled arms trained on the paper's transcripts (docs/debate-distillation.md).
 
 It sits above `verifier` and `paraphrase` because an arm is trained with the verifier's own
 prompts and evaluated with its scoring.
@@ -18,13 +19,28 @@ from eraudit_core.adapt._concealed import (
     TrainingRewording,
     read_training_rewordings,
 )
+from eraudit_core.adapt._debate_data import (
+    DEBATE_FILES,
+    DebateFile,
+    DebateRow,
+    bundled_debate_file,
+    read_debate_file,
+)
+from eraudit_core.adapt._debate_training import DebateConfig, run_debate_adaptation
 
 __all__ = [
     "ARMS",
+    "DEBATE_FILES",
+    "DebateConfig",
+    "DebateFile",
+    "DebateRow",
     "TARGETED_ARMS",
     "TRAINING_FILE",
     "AdaptConfig",
     "TrainingRewording",
+    "bundled_debate_file",
+    "read_debate_file",
     "read_training_rewordings",
     "run_adaptation",
+    "run_debate_adaptation",
 ]

@@ -8,7 +8,7 @@ adapted layers per step keeps training and evaluation to minutes on two CPU core
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,40 +65,12 @@ def lower_layer_features(
 ) -> list[Any]:
     """Hidden states entering decoder layer `split`, one [tokens, hidden] tensor per prompt.
 
-    Computed once without gradients: LoRA sits only above `split`, so these never change.
+    Computed once without gradients: LoRA sits only above `split`, so these never change
+    (the kernel is the verifier's shared trunk, which scoring uses too).
     """
-    import torch
+    from eraudit_core.verifier.hf import trunk_states
 
-    out: list[Any] = [None] * len(ids)
-    if split == 0:
-        with torch.no_grad():
-            for i, seq in enumerate(ids):
-                out[i] = model.get_input_embeddings()(torch.tensor(seq)).detach()
-        return out
-    backbone = model.model
-    layers, norm = backbone.layers, backbone.norm
-    backbone.layers = torch.nn.ModuleList(list(layers)[:split])
-    backbone.norm = torch.nn.Identity()
-    try:
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        with torch.no_grad():
-            for b in range(0, len(order), batch_size):
-                batch = order[b : b + batch_size]
-                width = max(len(ids[i]) for i in batch)
-                x = torch.full((len(batch), width), pad_id, dtype=torch.long)
-                mask = torch.zeros((len(batch), width), dtype=torch.long)
-                for r, i in enumerate(batch):
-                    x[r, width - len(ids[i]) :] = torch.tensor(ids[i])
-                    mask[r, width - len(ids[i]) :] = 1
-                positions = (mask.cumsum(-1) - 1).clamp(min=0)
-                h = backbone(
-                    input_ids=x, attention_mask=mask, position_ids=positions, use_cache=False
-                ).last_hidden_state
-                for r, i in enumerate(batch):
-                    out[i] = h[r, width - len(ids[i]) :].clone()
-    finally:
-        backbone.layers, backbone.norm = layers, norm
-    return out
+    return trunk_states(model, ids, split, pad_id, batch_size)
 
 
 def pad_features(feats: Sequence[Any]) -> tuple[Any, Any, Any]:
@@ -114,18 +86,9 @@ def pad_features(feats: Sequence[Any]) -> tuple[Any, Any, Any]:
     return h, mask, (mask.cumsum(-1) - 1).clamp(min=0)
 
 
-@contextlib.contextmanager
-def upper_layers_only(model: Any, split: int) -> Iterator[None]:
+def upper_layers_only(model: Any, split: int) -> contextlib.AbstractContextManager[Any]:
     """Run only decoder layers >= split (inputs are `lower_layer_features`); restore after,
     so saved adapter weights keep their true layer numbers."""
-    import torch
+    from eraudit_core.verifier.hf import upper_layers_only as upper
 
-    backbone = model.model if hasattr(model, "model") else model
-    while not hasattr(backbone, "layers"):
-        backbone = backbone.model
-    layers = backbone.layers
-    backbone.layers = torch.nn.ModuleList(list(layers)[split:])
-    try:
-        yield
-    finally:
-        backbone.layers = layers
+    return upper(model, split)

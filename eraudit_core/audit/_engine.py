@@ -141,9 +141,23 @@ class CachedScorer:
         self.cached += len(queries) - len(missing)
         return [self._known[h] for h in hashes]
 
+    def unknown(self, queries: Sequence[Query]) -> list[Query]:
+        """The queries neither the store nor this scorer has a score for."""
+        self._look_up([q.prompt_hash for q in queries])
+        return [q for q in queries if q.prompt_hash not in self._known]
+
     def take_unwritten(self) -> dict[str, QueryScore]:
         out, self.unwritten = self.unwritten, {}
         return out
+
+
+def shared_trunk(pre: Verifier, post: Verifier) -> Any:
+    """The shared-trunk plan when pre and post are local checkpoints that allow one, else None."""
+    if pre is post or not (hasattr(pre, "_base") and hasattr(post, "_base")):
+        return None
+    from eraudit_core.verifier.hf import try_shared_trunk
+
+    return try_shared_trunk(pre, post)
 
 
 def new_run_id() -> str:
@@ -184,6 +198,9 @@ class AuditEngine:
             getattr(pre, "io_bound", False) or getattr(post, "io_bound", False)
         )
         self._side: ThreadPoolExecutor | None = None
+        # Pre and post on one base whose adapters sit only on top layers: both are scored from
+        # one pass over the shared bottom layers (docs/debate-distillation.md).
+        self._trunk = None if self._parallel else shared_trunk(pre, post)
 
     # -- public ---------------------------------------------------------------------------
     def start(
@@ -341,6 +358,8 @@ class AuditEngine:
             finally:
                 pre = pending.result()  # waits for pre even when post failed (keeps its scores)
         else:
+            if self._trunk is not None:
+                self._trunk.prime(self.pre.unknown(queries) + self.post.unknown(queries))
             pre = self.pre.score(queries)
             post = self.post.score(queries, write=False)
         return [(a.p_true, b.p_true) for a, b in zip(pre, post, strict=True)]

@@ -43,16 +43,45 @@ def register(subparsers: Any) -> None:
     """Add the verifier subcommands to the `eraudit` parser."""
     p = subparsers.add_parser(
         "adapt",
-        help="rebuild the demo LoRA adapters (honest / adversarial / concealed arms)",
+        help="rebuild the demo LoRA adapters (honest / adversarial / concealed / debate arms)",
         description="Fine-tune LoRA adapters on the benchmark pairs and write adapter + "
         "manifest.json under OUT/<arm>/. The concealed arm also writes its training split "
-        "(rewordings from a rule-generator bucket the audit never uses).",
+        "(rewordings from a rule-generator bucket the audit never uses). The debate arms train "
+        "on the shipped debate transcripts (data/debate_train, docs/debate-distillation.md) "
+        "from a disk cache of the base model's hidden states.",
     )
     p.add_argument(
         "--arm",
-        choices=["honest", "adversarial", "concealed", "both", "all"],
+        choices=[
+            "honest",
+            "adversarial",
+            "concealed",
+            "both",
+            "all",
+            "debate-honest",
+            "debate-adversarial",
+        ],
         default="all",
-        help="one arm, 'both' (honest and adversarial) or 'all' (default)",
+        help="one arm, 'both' (honest and adversarial) or 'all' (default; the engineered "
+        "arms); debate-honest / debate-adversarial train one debate arm",
+    )
+    p.add_argument(
+        "--data", type=Path, default=None, help="debate arms: training file (default: shipped)"
+    )
+    p.add_argument(
+        "--limit", type=int, default=None, help="debate arms: first N rows only (smoke runs)"
+    )
+    p.add_argument(
+        "--trunk-cache",
+        type=Path,
+        default=None,
+        help="debate arms: hidden-state cache folder (default ~/.cache/eraudit/trunk)",
+    )
+    p.add_argument("--trunk-dtype", choices=["float32", "float16"], default="float32")
+    p.add_argument(
+        "--trunk-only",
+        action="store_true",
+        help="debate arms: only fill the hidden-state cache (resumable), train nothing",
     )
     p.add_argument("--out", type=Path, default=Path("data/adapters"))
     p.add_argument("--base", default="demo:base", help="base checkpoint spec")
@@ -64,7 +93,12 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--benchmark", type=Path, default=None, help="default: bundled QuALITY-H")
     p.add_argument("--epochs", type=int, default=AdaptConfig.epochs)
-    p.add_argument("--lr", type=float, default=AdaptConfig.learning_rate)
+    p.add_argument(
+        "--lr",
+        type=float,
+        default=None,
+        help=f"learning rate (default {AdaptConfig.learning_rate}; debate arms 1e-3)",
+    )
     p.add_argument("--rank", type=int, default=8)
     p.add_argument("--top-layers", type=int, default=AdaptConfig.top_layers)
     p.add_argument("--batch-size", type=int, default=8)
@@ -222,9 +256,11 @@ def _cmd_readouts(args: argparse.Namespace) -> int:
 def _cmd_adapt(args: argparse.Namespace) -> int:
     from eraudit_core.adapt import ARMS, run_adaptation
 
+    if args.arm.startswith("debate-"):
+        return _cmd_adapt_debate(args)
     config = AdaptConfig(
         epochs=args.epochs,
-        learning_rate=args.lr,
+        learning_rate=args.lr if args.lr is not None else AdaptConfig.learning_rate,
         rank=args.rank,
         alpha=2 * args.rank,
         top_layers=args.top_layers,
@@ -249,5 +285,38 @@ def _cmd_adapt(args: argparse.Namespace) -> int:
         eval_rewordings=args.eval_rewordings,
         command=command or f"eraudit adapt --arm {args.arm} --out {args.out}",
         progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+    )
+    return 0
+
+
+def _cmd_adapt_debate(args: argparse.Namespace) -> int:
+    from eraudit_core.adapt import DebateConfig, run_debate_adaptation
+
+    if args.limit is not None and args.limit < 1:
+        raise InputError(f"--limit: must be at least 1, got {args.limit}")
+    config = DebateConfig(
+        rank=args.rank,
+        alpha=2 * args.rank,
+        target_modules=tuple(m.strip() for m in args.target_modules.split(",") if m.strip()),
+        top_layers=args.top_layers,
+        learning_rate=args.lr if args.lr is not None else DebateConfig.learning_rate,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        seed=args.seed,
+        trunk_dtype=args.trunk_dtype,
+    )
+    check_output_dir(args.out, [], force=True)
+    command = "eraudit " + shlex.join(sys.argv[1:]) if sys.argv[1:2] == ["adapt"] else ""
+    run_debate_adaptation(
+        args.arm,
+        args.out,
+        base=spec_with_readout(args.base, args.readout),
+        data_file=args.data,
+        config=config,
+        cache_root=args.trunk_cache,
+        limit=args.limit,
+        command=command or f"eraudit adapt --arm {args.arm} --out {args.out}",
+        progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+        trunk_only=args.trunk_only,
     )
     return 0

@@ -20,9 +20,18 @@ from eraudit_core.verifier._hf_verifier import (
     naive_label_logprobs,
     scores_from_logprobs,
 )
+from eraudit_core.verifier._shared_trunk import (
+    SharedTrunk,
+    plan_shared_trunk,
+    shared_trunk_label_logprobs,
+    trunk_states,
+    try_shared_trunk,
+    upper_layers_only,
+)
 
 __all__ = [
     "HFVerifier",
+    "SharedTrunk",
     "LoadedBase",
     "demo_gguf_path",
     "fast_label_logprobs",
@@ -31,6 +40,11 @@ __all__ = [
     "load",
     "loaded_bases",
     "naive_label_logprobs",
+    "plan_shared_trunk",
     "resolve_device_dtype",
     "scores_from_logprobs",
+    "shared_trunk_label_logprobs",
+    "trunk_states",
+    "try_shared_trunk",
+    "upper_layers_only",
 ]

@@ -1,0 +1,194 @@
+"""A disk cache of a base model's hidden states entering its first adapted layer.
+
+Why: top-layer LoRA never changes the layers below L, so what enters layer L is a function of
+the base weights and the token ids alone. Computed once (the slow part: every layer below L
+over every training token), it serves both debate arms, every epoch, and any rerun. Each
+sequence is one safetensors file named by the content digest of (model fingerprint, L, storage
+dtype, token ids) and carries the sha256 of its own tensor bytes, checked on every read; a file
+that fails the check is recomputed, never used. The cache lives under the user cache
+(`~/.cache/eraudit/trunk`, or a folder given), never in the repository.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eraudit_core.errors import InputError
+from eraudit_core.paths import cache_dir
+
+log = logging.getLogger(__name__)
+
+STORE_DTYPES = ("float32", "float16")
+
+
+@dataclass
+class TrunkStats:
+    """What one `ensure` call did: sequences found on disk, computed, and at what speed."""
+
+    found: int = 0
+    computed: int = 0
+    tokens_computed: int = 0
+    seconds: float = 0.0
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.tokens_computed / self.seconds if self.seconds > 0 else 0.0
+
+
+class TrunkCache:
+    """Hidden states entering decoder layer `split` of one base model, per token sequence.
+
+    `model` computes missing states (a PEFT-wrapped base is fine: adapters are switched off for
+    the trunk); `fingerprint` names its weights (changing weights must change it).
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        fingerprint: str,
+        split: int,
+        pad_id: int,
+        root: Path | None = None,
+        store_dtype: str = "float32",
+        batch_size: int = 4,
+    ) -> None:
+        if store_dtype not in STORE_DTYPES:
+            raise InputError(
+                f"trunk cache dtype: expected one of {STORE_DTYPES}, got {store_dtype}"
+            )
+        if split < 1:
+            raise InputError(f"trunk cache layer: must be at least 1, got {split}")
+        self.model = model
+        self.fingerprint = fingerprint
+        self.split = split
+        self.pad_id = pad_id
+        self.store_dtype = store_dtype
+        self.batch_size = batch_size
+        base = Path(root) if root is not None else cache_dir() / "trunk"
+        self.dir = base / f"{fingerprint[:24]}-L{split}-{store_dtype}"
+
+    # -- names ----------------------------------------------------------------------------
+    def key(self, ids: Sequence[int]) -> str:
+        """Content digest of everything the cached states depend on."""
+        payload = {
+            "model": self.fingerprint,
+            "layer": self.split,
+            "dtype": self.store_dtype,
+            "ids": [int(t) for t in ids],
+        }
+        return hashlib.sha256(json.dumps(payload, separators=(",", ":")).encode()).hexdigest()
+
+    def path(self, ids: Sequence[int]) -> Path:
+        return self.dir / f"{self.key(ids)}.safetensors"
+
+    # -- reading and writing --------------------------------------------------------------
+    def _write(self, ids: Sequence[int], h: Any) -> None:
+        import torch
+        from safetensors.torch import save_file
+
+        t = h.to(getattr(torch, self.store_dtype)).contiguous()
+        meta = {
+            "model": self.fingerprint,
+            "layer": str(self.split),
+            "tokens": str(len(ids)),
+            "key": self.key(ids),
+            "data_sha256": _tensor_sha256(t),
+        }
+        self.dir.mkdir(parents=True, exist_ok=True)
+        path = self.path(ids)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        save_file({"h": t}, str(tmp), metadata=meta)
+        os.replace(tmp, path)
+
+    def read(self, ids: Sequence[int]) -> Any | None:
+        """The cached states as float32 [tokens, hidden], or None when absent or failing its
+        checks (a warning says which; the caller recomputes)."""
+        import torch
+        from safetensors import safe_open
+
+        path = self.path(ids)
+        if not path.is_file():
+            return None
+        try:
+            with safe_open(str(path), framework="pt") as fh:
+                meta = fh.metadata() or {}
+                t = fh.get_tensor("h")
+        except Exception as exc:  # a truncated or foreign file: recompute
+            log.warning("trunk cache %s: unreadable (%s); recomputing", path, exc)
+            return None
+        expected = {
+            "model": self.fingerprint,
+            "layer": str(self.split),
+            "tokens": str(len(ids)),
+            "key": self.key(ids),
+        }
+        bad = [k for k, v in expected.items() if meta.get(k) != v]
+        if not bad and meta.get("data_sha256") != _tensor_sha256(t):
+            bad = ["data_sha256"]
+        if bad or t.dim() != 2 or t.shape[0] != len(ids):
+            log.warning("trunk cache %s: fails its check (%s); recomputing", path, bad or "shape")
+            return None
+        return t.to(torch.float32, copy=True)  # never a view of the mapped file
+
+    def ensure(
+        self,
+        ids_list: Sequence[Sequence[int]],
+        progress: Callable[[str], None] | None = None,
+        every: int = 25,
+    ) -> TrunkStats:
+        """Compute and store every sequence not yet cached (shortest first, in batches)."""
+        from eraudit_core.verifier.hf import trunk_states
+
+        stats = TrunkStats()
+        todo: dict[str, Sequence[int]] = {}
+        for ids in ids_list:
+            k = self.key(ids)
+            if k in todo:
+                continue
+            if self.read(ids) is not None:
+                stats.found += 1
+            else:
+                todo[k] = ids
+        missing = sorted(todo.values(), key=len)
+        start = time.perf_counter()
+        for b in range(0, len(missing), self.batch_size):
+            batch = missing[b : b + self.batch_size]
+            states = trunk_states(self.model, batch, self.split, self.pad_id, len(batch))
+            for ids, h in zip(batch, states, strict=True):
+                self._write(ids, h)
+            stats.computed += len(batch)
+            stats.tokens_computed += sum(len(x) for x in batch)
+            stats.seconds = time.perf_counter() - start
+            if progress and (stats.computed % every < len(batch) or stats.computed == len(missing)):
+                progress(
+                    f"trunk cache: {stats.computed}/{len(missing)} sequences, "
+                    f"{stats.tokens_computed} tokens, {stats.tokens_per_second:.0f} tokens/s"
+                )
+        return stats
+
+    def get(self, ids_list: Sequence[Sequence[int]]) -> list[Any]:
+        """States of every sequence (computed first where missing)."""
+        self.ensure(ids_list)
+        out = []
+        for ids in ids_list:
+            h = self.read(ids)
+            if h is None:
+                raise InputError(f"trunk cache {self.path(ids)}: unreadable right after writing")
+            out.append(h)
+        return out
+
+
+def _tensor_sha256(t: Any) -> str:
+    import torch
+
+    raw = t.contiguous().view(-1).view(torch.uint8).numpy().tobytes()
+    return hashlib.sha256(raw).hexdigest()

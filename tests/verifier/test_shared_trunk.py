@@ -1,0 +1,206 @@
+"""Shared-trunk scoring: pre and post from one pass over the frozen bottom layers give the
+probabilities separate scoring gives; an adapter below the split is refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from _tiny_model import build_tiny_checkpoint
+
+from eraudit_core.errors import InputError
+from eraudit_core.types import Query
+from eraudit_core.verifier import load_verifier
+from eraudit_core.verifier._shared_trunk import (
+    adapter_layers,
+    plan_shared_trunk,
+    shared_trunk_label_logprobs,
+    trunk_states,
+    try_shared_trunk,
+)
+
+LAYERS = 4
+QUERIES = [
+    Query(f"p{i}", f"Why did the author leave the city? ({i})", "money", "love" + " x" * i)
+    for i in range(5)
+] + [
+    Query("q", "What does the narrator think about the captain?", "He is brave.", "He is a robot."),
+    Query("r", "Which option is right?", "yes", "no"),
+]
+
+
+def _adapter(base: Path, out: Path, layers: list[int], seed: int) -> Path:
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(base)
+    torch.manual_seed(seed)
+    config = LoraConfig(
+        r=4,
+        lora_alpha=8,
+        target_modules=["q_proj", "v_proj", "o_proj"],
+        layers_to_transform=layers,
+        init_lora_weights=False,
+    )
+    get_peft_model(model, config).save_pretrained(str(out), safe_serialization=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_tiny_checkpoint(tmp_path_factory.mktemp("tiny") / "model", layers=LAYERS)
+
+
+@pytest.fixture(scope="module")
+def top(tiny: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _adapter(tiny, tmp_path_factory.mktemp("top") / "lora", [2, 3], seed=1)
+
+
+@pytest.fixture(scope="module")
+def low(tiny: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _adapter(tiny, tmp_path_factory.mktemp("low") / "lora", [1, 3], seed=2)
+
+
+def _p(lp: torch.Tensor) -> torch.Tensor:
+    return (torch.softmax(lp[:, 0], -1)[:, 0] + torch.softmax(lp[:, 1], -1)[:, 1]) / 2
+
+
+def test_shared_trunk_equals_separate_scoring(tiny: Path, top: Path) -> None:
+    pre = load_verifier(str(tiny), batch_size=3)
+    post = load_verifier(f"{tiny}+{top}", batch_size=3)
+    plan = plan_shared_trunk(pre, post)
+    assert plan.split == 2
+    shared_pre, shared_post = plan.label_logprobs(QUERIES)
+    sep_pre, sep_post = pre.label_logprobs(QUERIES), post.label_logprobs(QUERIES)
+    assert float((_p(shared_pre) - _p(sep_pre)).abs().max()) <= 1e-5
+    assert float((_p(shared_post) - _p(sep_post)).abs().max()) <= 1e-5
+    assert torch.allclose(shared_post, sep_post, atol=1e-5)
+    # The adapter really moves the answers, so agreement is not pre == post by accident.
+    assert float((_p(sep_post) - _p(sep_pre)).abs().max()) > 1e-3
+    # Also against the naive one-prompt-at-a-time reference.
+    naive = post.label_logprobs(QUERIES, naive=True)
+    assert float((_p(shared_post) - _p(naive)).abs().max()) <= 1e-5
+    # Two adapters above the split (the adapted side twice) and a lower split also agree.
+    twice = shared_trunk_label_logprobs(
+        pre._base.model,
+        pre._encode(QUERIES),
+        pre._label_ids,
+        split=1,
+        adapters=[post._adapter_name, None],
+        batch_size=4,
+        pad_id=pre._pad_id,
+        device="cpu",
+    )
+    assert torch.allclose(twice[0], sep_post, atol=1e-5)
+    assert torch.allclose(twice[1], sep_pre, atol=1e-5)
+
+
+def test_prime_fills_both_memos(tiny: Path, top: Path) -> None:
+    pre = load_verifier(str(tiny), batch_size=3, share_base=False)
+    post = load_verifier(f"{tiny}+{top}", batch_size=3, share_base=False)
+    assert try_shared_trunk(pre, post) is None  # two copies of the base: nothing shared
+    pre = load_verifier(str(tiny), batch_size=3)
+    post = load_verifier(f"{tiny}+{top}", batch_size=3)
+    plan = plan_shared_trunk(pre, post)
+    pre._memo.clear()
+    post._memo.clear()
+    assert plan.prime(QUERIES + QUERIES[:2]) == len(QUERIES)
+    assert plan.prime(QUERIES) == 0
+    calls = (pre.forward_calls, post.forward_calls)
+    got_pre, got_post = pre.score(QUERIES), post.score(QUERIES)
+    assert (pre.forward_calls, post.forward_calls) == calls  # served from the memos
+    ref_pre, ref_post = pre.score_naive(QUERIES), post.score_naive(QUERIES)
+    for a, b in zip(got_pre + got_post, ref_pre + ref_post, strict=True):
+        assert abs(a.p_true - b.p_true) <= 1e-5
+
+
+def test_adapter_below_the_split_is_refused(tiny: Path, top: Path, low: Path) -> None:
+    pre = load_verifier(str(tiny))
+    post = load_verifier(f"{tiny}+{low}")
+    assert adapter_layers(pre._base.model, post._adapter_name) == {1, 3}
+    # Its lowest adapted layer is 1: planned there, never at 2.
+    assert plan_shared_trunk(pre, post).split == 1
+    with pytest.raises(InputError, match="touches decoder layer 1, below .* split 2"):
+        plan_shared_trunk(pre, post, split=2)
+    # Negative control: forcing split 2 on it gives wrong answers (what the refusal prevents).
+    forced = shared_trunk_label_logprobs(
+        pre._base.model,
+        pre._encode(QUERIES),
+        pre._label_ids,
+        split=2,
+        adapters=[post._adapter_name],
+        batch_size=4,
+        pad_id=pre._pad_id,
+        device="cpu",
+    )[0]
+    assert float((_p(forced) - _p(post.label_logprobs(QUERIES))).abs().max()) > 1e-3
+    # Two top adapters against each other share layers < 2.
+    assert plan_shared_trunk(load_verifier(f"{tiny}+{top}"), post).split == 1
+
+
+def test_layer_zero_adapter_has_no_trunk(tiny: Path, tmp_path: Path) -> None:
+    zero = _adapter(tiny, tmp_path / "zero", [0, 3], seed=3)
+    pre, post = load_verifier(str(tiny)), load_verifier(f"{tiny}+{zero}")
+    assert try_shared_trunk(pre, post) is None
+    with pytest.raises(InputError, match="layer 0"):
+        plan_shared_trunk(pre, post)
+
+
+def test_trunk_states_equal_unpadded_runs(tiny: Path) -> None:
+    v = load_verifier(str(tiny), share_base=False)  # no adapters loaded into it
+    model = v._base.model
+    ids = [g[1] for g in v._encode(QUERIES)]
+    states = trunk_states(model, ids, 2, v._pad_id, batch_size=3)
+    with torch.no_grad():
+        for seq, h in zip(ids, states, strict=True):
+            ref = model(input_ids=torch.tensor([seq]), output_hidden_states=True).hidden_states[2]
+            assert h.shape == (len(seq), 64)
+            assert torch.allclose(h, ref[0], atol=1e-5)
+
+
+def test_audit_engine_scores_through_the_trunk(
+    tiny: Path, top: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model audit of base vs a top-layer adapter takes the shared path and stores the
+    scores the separate path stores."""
+    from eraudit_core.audit import AuditConfig, _engine, run_model_audit
+    from eraudit_core.store import Store
+    from eraudit_core.verifier._shared_trunk import SharedTrunk
+    from ui import synthetic
+
+    primed: list[int] = []
+    real_prime = SharedTrunk.prime
+
+    def counting(self: SharedTrunk, queries: list[Query]) -> int:
+        n = real_prime(self, queries)
+        primed.append(n)
+        return n
+
+    monkeypatch.setattr(SharedTrunk, "prime", counting)
+
+    def run(db: str) -> object:
+        with Store(tmp_path / db) as store:
+            info = synthetic.build_synthetic_store(store, n_pairs=2, n_search=2, n_test=3)
+            run_id = run_model_audit(
+                store,
+                benchmark=info.benchmark_id,
+                pre_spec=str(tiny),
+                post_spec=f"{tiny}+{top}",
+                config=AuditConfig(
+                    epsilon=-1e9, search_budget=2, test_budget=3, min_label_mass=0.0
+                ),
+                limit=1,
+            )
+            steps = store.steps(run_id)
+        return steps.sort_values(["pair_id", "stage", "generator", "idx"]).reset_index(drop=True)
+
+    shared = run("shared.duckdb")
+    assert sum(primed) > 0  # the trunk scored the questions
+    monkeypatch.setattr(_engine, "shared_trunk", lambda pre, post: None)
+    primed.clear()
+    separate = run("separate.duckdb")
+    assert primed == []
+    assert len(shared) == len(separate) > 0
+    for col in ("p_pre", "p_post"):
+        assert (shared[col] - separate[col]).abs().max() <= 1e-5

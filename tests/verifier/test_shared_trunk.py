@@ -167,7 +167,7 @@ def test_audit_engine_scores_through_the_trunk(
     from eraudit_core.audit import AuditConfig, _engine, run_model_audit
     from eraudit_core.store import Store
     from eraudit_core.verifier._shared_trunk import SharedTrunk
-    from ui import synthetic
+    import _synthetic as synthetic
 
     primed: list[int] = []
     real_prime = SharedTrunk.prime

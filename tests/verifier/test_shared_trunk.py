@@ -164,10 +164,11 @@ def test_audit_engine_scores_through_the_trunk(
 ) -> None:
     """A model audit of base vs a top-layer adapter takes the shared path and stores the
     scores the separate path stores."""
-    from eraudit_core.audit import AuditConfig, _engine, run_model_audit
+    import _synthetic as synthetic
+
+    from eraudit_core.audit import AuditConfig, RunRequest, _engine, run_model_audit
     from eraudit_core.store import Store
     from eraudit_core.verifier._shared_trunk import SharedTrunk
-    import _synthetic as synthetic
 
     primed: list[int] = []
     real_prime = SharedTrunk.prime
@@ -182,16 +183,14 @@ def test_audit_engine_scores_through_the_trunk(
     def run(db: str) -> object:
         with Store(tmp_path / db) as store:
             info = synthetic.build_synthetic_store(store, n_pairs=2, n_search=2, n_test=3)
-            run_id = run_model_audit(
-                store,
+            request = RunRequest(
                 benchmark=info.benchmark_id,
                 pre_spec=str(tiny),
                 post_spec=f"{tiny}+{top}",
-                config=AuditConfig(
-                    epsilon=-1e9, search_budget=2, test_budget=3, min_label_mass=0.0
-                ),
+                config=AuditConfig(epsilon=0.0, search_budget=2, test_budget=3, min_label_mass=0.0),
                 limit=1,
             )
+            run_id = run_model_audit(store, request)
             steps = store.steps(run_id)
         return steps.sort_values(["pair_id", "stage", "generator", "idx"]).reset_index(drop=True)
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 def one_audit(db: str) -> dict:
     """The one-click audit in this process; returns its steps and timings."""
-    from eraudit_core.audit import launch_audit
+    from eraudit_core.audit import RunRequest, launch_audit
     from eraudit_core.demo import demo_live_config, ensure_demo
     from eraudit_core.jobs import JobRunner
     from eraudit_core.store import Store
@@ -35,16 +35,15 @@ def one_audit(db: str) -> dict:
     store = Store(db)
     demo = ensure_demo(store).as_dict()
     runner = JobRunner()
-    run_id = launch_audit(
-        store,
-        runner,
-        benchmark_id=demo["benchmark_id"],
-        pair_ids=list(demo["live_pair_ids"]),
+    request = RunRequest(
+        benchmark=demo["benchmark_id"],
+        pair_ids=tuple(demo["live_pair_ids"]),
         pre_spec="demo:base",
         post_spec="demo:concealed",
         config=demo_live_config(),
         label="live demo: concealed arm",
     )
+    run_id = launch_audit(store, runner, request)
     job = runner.get(run_id)
     assert job is not None
     job.thread.join()

@@ -84,6 +84,15 @@ def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
     return i
 
 
+def shared_prefix_length(prompts: Sequence[Sequence[int]]) -> int:
+    """How many leading tokens every prompt shares, leaving each at least its last token to
+    run (the position whose logits are read)."""
+    n = min(len(p) for p in prompts) - 1
+    for p in prompts[1:]:
+        n = min(n, _lcp(prompts[0], p))
+    return n
+
+
 def _kv_select(kv: list[tuple[torch.Tensor, torch.Tensor]], index: torch.Tensor) -> Any:
     from transformers import DynamicCache
 
@@ -159,9 +168,7 @@ def fast_label_logprobs(
     # Stage 1: the prefix every prompt shares (chat header), computed once.
     shared = 0
     if share_prefix:
-        shared = min(len(p) for p in prompts) - 1
-        for p in prompts[1:]:
-            shared = min(shared, _lcp(prompts[0], p))
+        shared = shared_prefix_length(prompts)
     root: list[tuple[torch.Tensor, torch.Tensor]] | None = None
     root_mask: torch.Tensor | None = None
     with torch.inference_mode():
@@ -175,10 +182,7 @@ def fast_label_logprobs(
             # Stage 2: what the members of one group share beyond the common prefix.
             cuts = []
             for gi in batch:
-                g = groups[gi]
-                cut = min(len(p) for p in g) - 1
-                for p in g[1:]:
-                    cut = min(cut, _lcp(g[0], p))
+                cut = shared_prefix_length(groups[gi])
                 cuts.append(max(cut, shared) if share_prefix else 0)
             past, past_mask = root, root_mask
             parents = torch.zeros(len(batch), dtype=torch.long) if root is not None else None

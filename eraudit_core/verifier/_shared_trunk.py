@@ -26,6 +26,7 @@ import torch
 
 from eraudit_core.errors import InputError
 from eraudit_core.types import Query, QueryScore
+from eraudit_core.verifier._hf_verifier import shared_prefix_length
 
 # Decoder families whose forward feeds `inputs_embeds` straight into the first layer (Gemma,
 # for one, scales them first, so a trunk state could not be fed back in as an embedding).
@@ -248,14 +249,6 @@ def _stage(
     return _State(new_lower, new_uppers, mask), logits
 
 
-def _lcp(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
 def shared_trunk_label_logprobs(
     model: Any,
     groups: Sequence[Sequence[Sequence[int]]],
@@ -282,9 +275,7 @@ def shared_trunk_label_logprobs(
     if not groups:
         return outs
     prompts = [p for g in groups for p in g]
-    shared = min(len(p) for p in prompts) - 1
-    for p in prompts[1:]:
-        shared = min(shared, _lcp(prompts[0], p))
+    shared = shared_prefix_length(prompts)
     root: _State | None = None
     with torch.inference_mode():
         if shared > 0:
@@ -296,11 +287,7 @@ def shared_trunk_label_logprobs(
             batch = order[start : start + batch_size]
             cuts = []
             for gi in batch:
-                g = groups[gi]
-                cut = min(len(p) for p in g) - 1
-                for p in g[1:]:
-                    cut = min(cut, _lcp(g[0], p))
-                cuts.append(max(cut, shared))
+                cuts.append(max(shared_prefix_length(groups[gi]), shared))
             state = root
             parents = torch.zeros(len(batch), dtype=torch.long) if root is not None else None
             stage2 = [list(groups[gi][0][shared:cut]) for gi, cut in zip(batch, cuts, strict=True)]

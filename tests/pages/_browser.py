@@ -129,12 +129,27 @@ def _combobox(page, label: str):  # type: ignore[no-untyped-def]
     return page.get_by_role("combobox", name=label, exact=True)
 
 
-def pick(page, label: str, run_id: str) -> None:  # type: ignore[no-untyped-def]
-    """Choose the option whose text contains `run_id` in the selectbox labelled `label`."""
-    box = _combobox(page, label)
-    box.click()
-    box.press("ArrowDown")  # a click on the text opens the list only sometimes
-    page.get_by_role("option").filter(has_text=run_id).first.click()
+def pick(page, label: str, run_id: str, attempts: int = 3) -> None:  # type: ignore[no-untyped-def]
+    """Choose the option whose text contains `run_id` in the selectbox labelled `label`.
+
+    A rerun that redraws the selectbox while its list is opening closes the list again (seen on
+    CI under load), so the list is opened again, up to `attempts` times, before giving up."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    option = page.get_by_role("option").filter(has_text=run_id).first
+    for attempt in range(1, attempts + 1):
+        settle(page)
+        box = _combobox(page, label)
+        box.click()
+        if not option.is_visible():
+            box.press("ArrowDown")  # a click on the text opens the list only sometimes
+        try:
+            option.click(timeout=10_000)
+            break
+        except PlaywrightTimeout:
+            if attempt == attempts:
+                raise
+            page.keyboard.press("Escape")
     settle(page)
 
 

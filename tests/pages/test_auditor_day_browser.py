@@ -104,7 +104,8 @@ def test_compare_choices_survive_two_reruns(
     left, right = three_runs["honest"], three_runs["adversarial"]
     assert three_runs["honest2"] in shown(page, "Left")
     pick(page, "Right", right)
-    page.wait_for_url(re.compile(f"compare={right}"), timeout=30_000)  # the rerun has ended
+    # The URL changes while the rerun is still drawing the page: pick() settles first.
+    page.wait_for_url(re.compile(f"compare={right}"), timeout=30_000)
     pick(page, "Left", left)
     page.wait_for_url(re.compile(f"run={left}"), timeout=30_000)
     toggle = page.get_by_text("All questions at once (simultaneous, Bonferroni alpha / N)")

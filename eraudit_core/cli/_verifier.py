@@ -19,11 +19,10 @@ from eraudit_core.errors import InputError
 from eraudit_core.paths import check_output_dir
 from eraudit_core.text import check_text, parse_json
 from eraudit_core.types import Query
-from eraudit_core.verifier import DEFAULT_PREFIX, DEFAULT_TEMPLATE, PROFILES
+from eraudit_core.verifier import DEFAULT_PREFIX, DEFAULT_TEMPLATE, DEMO_SPECS, PROFILES
 
 SPEC_HELP = (
-    "demo:base|honest|adversarial|concealed, DIR, FILE.gguf, BASE+ADAPTER, or a served "
-    "checkpoint "
+    f"{DEMO_SPECS}, DIR, FILE.gguf, BASE+ADAPTER, or a served checkpoint "
     "http(s)://HOST:PORT/v1#MODEL;tokenizer=LOCAL_SPEC[;api_key_env=VAR][;concurrency=N]"
     "[;batch=N] "
     "(see docs/served.md); any of them may end with ;readout=NAME"

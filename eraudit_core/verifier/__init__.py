@@ -50,6 +50,7 @@ from eraudit_core.verifier._served_spec import (
 from eraudit_core.verifier._spec import (
     DEMO_ADAPTERS,
     DEMO_ARMS,
+    DEMO_SPECS,
     CheckpointSpec,
 )
 
@@ -73,6 +74,7 @@ __all__ = [
     "DEFAULT_TEMPLATE",
     "DEMO_ADAPTERS",
     "DEMO_ARMS",
+    "DEMO_SPECS",
     "PROBE",
     "PROBE_SET",
     "ServedSpec",

@@ -317,94 +317,119 @@ def shared_trunk_label_logprobs(
 
 
 # ---------------------------------------------------------------------------------------------
-# a pre/post pair of local checkpoints
+# local checkpoints on one base
 
 
 @dataclass
-class SharedTrunk:
-    """Pre and post checkpoints on one base in memory whose adapters sit at or above `split`."""
+class SharedTrunkGroup:
+    """Local checkpoints on one base in memory (the base itself, adapters off, and adapters
+    that sit at or above `split`), scored from one pass over the layers below `split`.
 
-    pre: Any  # HFVerifier
-    post: Any  # HFVerifier
+    A pre/post pair is the common case (`SharedTrunk`); a base and two adapted arms scored
+    together (the debate demo's build) run the trunk once for all three."""
+
+    checkpoints: tuple[Any, ...]  # HFVerifier
     split: int
 
-    def label_logprobs(self, queries: Sequence[Query]) -> tuple[torch.Tensor, torch.Tensor]:
-        """[queries, 2 orders, 2 labels] log-probs of pre and post, from one trunk pass."""
-        groups = self.pre._encode(queries)
-        base = self.pre._base
+    def label_logprobs(self, queries: Sequence[Query]) -> list[torch.Tensor]:
+        """Per checkpoint: [queries, 2 orders, 2 labels] log-probs, from one trunk pass."""
+        first = self.checkpoints[0]
+        groups = first._encode(queries)
+        base = first._base
         with base.lock:
-            pre_lp, post_lp = shared_trunk_label_logprobs(
+            outs = shared_trunk_label_logprobs(
                 base.model,
                 groups,
-                self.pre._label_ids,
+                first._label_ids,
                 split=self.split,
-                adapters=[self.pre._adapter_name, self.post._adapter_name],
-                batch_size=self.pre.batch_size,
-                pad_id=self.pre._pad_id,
+                adapters=[v._adapter_name for v in self.checkpoints],
+                batch_size=first.batch_size,
+                pad_id=first._pad_id,
                 device=base.device,
             )
-            self.pre.forward_calls += 1
-            self.post.forward_calls += 1
-        for v, lp in ((self.pre, pre_lp), (self.post, post_lp)):
+            for v in self.checkpoints:
+                v.forward_calls += 1
+        for v, lp in zip(self.checkpoints, outs, strict=True):
             if not torch.isfinite(lp).all():
                 raise InputError(
                     f"checkpoint {v.name}: the model produced NaN or infinite logits "
                     "(broken weights or a dtype overflow; try dtype=float32)"
                 )
-        return pre_lp, post_lp
+        return outs
 
-    def score(self, queries: Sequence[Query]) -> tuple[list[QueryScore], list[QueryScore]]:
+    def score_all(self, queries: Sequence[Query]) -> list[list[QueryScore]]:
         from eraudit_core.verifier._hf_verifier import scores_from_logprobs
 
-        pre_lp, post_lp = self.label_logprobs(queries)
-        return scores_from_logprobs(pre_lp), scores_from_logprobs(post_lp)
+        return [scores_from_logprobs(lp) for lp in self.label_logprobs(queries)]
 
     def prime(self, queries: Sequence[Query]) -> int:
-        """Score, in one trunk pass, the queries either checkpoint has not scored in this
-        process, and keep the results in both checkpoints' memos (their own `score` then
+        """Score, in one trunk pass, the queries any checkpoint has not scored in this
+        process, and keep the results in every checkpoint's memo (their own `score` then
         returns them). Returns how many queries were scored."""
         todo: dict[str, Query] = {}
         for q in queries:
             k = q.prompt_hash
-            if (k not in self.pre._memo or k not in self.post._memo) and k not in todo:
+            if any(k not in v._memo for v in self.checkpoints) and k not in todo:
                 todo[k] = q
         if not todo:
             return 0
-        pre_s, post_s = self.score(list(todo.values()))
-        for k, a, b in zip(todo, pre_s, post_s, strict=True):
-            self.pre._memo.setdefault(k, a)
-            self.post._memo.setdefault(k, b)
+        per_checkpoint = self.score_all(list(todo.values()))
+        for v, scores in zip(self.checkpoints, per_checkpoint, strict=True):
+            for k, score in zip(todo, scores, strict=True):
+                v._memo.setdefault(k, score)
         return len(todo)
 
 
-def plan_shared_trunk(pre: Any, post: Any, split: int | None = None) -> SharedTrunk:
-    """The shared-trunk plan for two local checkpoints, or InputError saying why not.
+class SharedTrunk(SharedTrunkGroup):
+    """Pre and post checkpoints on one base in memory whose adapters sit at or above `split`."""
+
+    def __init__(self, pre: Any, post: Any, split: int) -> None:
+        super().__init__((pre, post), split)
+
+    @property
+    def pre(self) -> Any:
+        return self.checkpoints[0]
+
+    @property
+    def post(self) -> Any:
+        return self.checkpoints[1]
+
+    def score(self, queries: Sequence[Query]) -> tuple[list[QueryScore], list[QueryScore]]:
+        pre, post = self.score_all(queries)
+        return pre, post
+
+
+def plan_shared_trunk_group(checkpoints: Sequence[Any], split: int | None = None) -> int:
+    """The split at which local checkpoints can share one trunk, or InputError saying why not.
 
     They must be one base model in memory read with the same prompt format, a supported
     decoder family, single-token labels, and every adapter's layers >= split (default: the
     lowest adapted layer, which must not be 0).
     """
-    for v in (pre, post):
+    who = "pre and post" if len(checkpoints) == 2 else "the checkpoints"
+    for v in checkpoints:
         if not hasattr(v, "_base") or not hasattr(v, "_adapter_name"):
             raise InputError(f"checkpoint {getattr(v, 'name', v)}: not a local checkpoint")
-    if pre._base is not post._base:
-        raise InputError("pre and post do not share one base model in memory")
+    first = checkpoints[0]
+    if any(v._base is not first._base for v in checkpoints):
+        raise InputError(f"{who} do not share one base model in memory")
     same = ("template", "prefix", "labels")
-    if any(getattr(pre, k) != getattr(post, k) for k in same) or (
-        pre.format.identity() != post.format.identity()
-    ):
-        raise InputError("pre and post read different prompts (template, prefix, labels, format)")
-    model = pre._base.model
+    for v in checkpoints[1:]:
+        if any(getattr(first, k) != getattr(v, k) for k in same) or (
+            first.format.identity() != v.format.identity()
+        ):
+            raise InputError(f"{who} read different prompts (template, prefix, labels, format)")
+    model = first._base.model
     model_type = getattr(getattr(causal_lm(model), "config", None), "model_type", None)
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise InputError(
             f"model type {model_type!r}: shared-trunk scoring supports {SUPPORTED_MODEL_TYPES}"
         )
-    if any(len(ids) != 1 for ids in pre._label_ids):
+    if any(len(ids) != 1 for ids in first._label_ids):
         raise InputError("shared-trunk scoring needs single-token labels")
-    names = [v._adapter_name for v in (pre, post) if v._adapter_name is not None]
+    names = [v._adapter_name for v in checkpoints if v._adapter_name is not None]
     if not names:
-        raise InputError("neither checkpoint has an adapter: nothing to share")
+        raise InputError("no checkpoint has an adapter: nothing to share")
     lowest = len(decoder(model).layers)
     for name in names:
         touched = adapter_layers(model, name)
@@ -419,7 +444,13 @@ def plan_shared_trunk(pre: Any, post: Any, split: int | None = None) -> SharedTr
         )
     if split < 1:
         raise InputError("an adapter touches decoder layer 0: there is no trunk to share")
-    return SharedTrunk(pre, post, split)
+    return split
+
+
+def plan_shared_trunk(pre: Any, post: Any, split: int | None = None) -> SharedTrunk:
+    """The shared-trunk plan for a pre/post pair of local checkpoints, or InputError saying
+    why not (`plan_shared_trunk_group`)."""
+    return SharedTrunk(pre, post, plan_shared_trunk_group((pre, post), split))
 
 
 def try_shared_trunk(pre: Any, post: Any) -> SharedTrunk | None:

@@ -1,6 +1,6 @@
 """Checkpoint specs: the one string that names a checkpoint, so runs can store and resume it.
 
-`demo:base|honest|adversarial|concealed`, a Hugging Face directory, a `.gguf` file, or
+`demo:base|honest|adversarial|concealed|debate-honest|debate-adversarial`, a Hugging Face directory, a `.gguf` file, or
 `BASE+ADAPTER`, optionally followed by `;readout=NAME` (the readout profile, see `_readout`).
 Parsing never loads a model and never contacts a model hub.
 """
@@ -16,7 +16,10 @@ from eraudit_core.paths import DATA_DIR
 from eraudit_core.verifier._readout import get_readout
 
 DEMO_ADAPTERS = DATA_DIR / "adapters"
-DEMO_ARMS = ("honest", "adversarial", "concealed")
+# The model organisms (LoRA trained directly on answers to show an effect) and the two arms
+# trained the paper's way on its debate transcripts (docs/debate-distillation.md).
+DEMO_ARMS = ("honest", "adversarial", "concealed", "debate-honest", "debate-adversarial")
+DEMO_SPECS = "demo:base|" + "|".join(DEMO_ARMS)
 
 
 @dataclass(frozen=True)
@@ -53,8 +56,8 @@ class CheckpointSpec:
         if text.startswith(("http://", "https://")):
             raise InputError(
                 f"checkpoint {text!r}: a served checkpoint (a URL) cannot be used where a local "
-                "model is needed; local specs are demo:base|honest|adversarial|concealed, a "
-                "directory, a .gguf file or BASE+ADAPTER"
+                f"model is needed; local specs are {DEMO_SPECS}, a directory, a .gguf file or "
+                "BASE+ADAPTER"
             )
 
         # BASE+ADAPTER first: demo:base+DIR is a demo base with the user's adapter
@@ -73,10 +76,7 @@ class CheckpointSpec:
                 return cls("demo", "base")
             if arm in DEMO_ARMS:
                 return cls("demo", "base", str(DEMO_ADAPTERS / arm))
-            raise InputError(
-                f"checkpoint {text!r}: unknown demo model; use demo:base, demo:honest, "
-                "demo:adversarial or demo:concealed"
-            )
+            raise InputError(f"checkpoint {text!r}: unknown demo model; use {DEMO_SPECS}")
         path = Path(text).expanduser()
         if path.is_file() and path.suffix.lower() == ".gguf":
             return cls("gguf", str(path.resolve()))
@@ -94,7 +94,7 @@ class CheckpointSpec:
             )
         raise InputError(
             f"checkpoint {text!r}: no such file or directory (model hubs are never contacted; "
-            "give a local path or demo:base|honest|adversarial|concealed)"
+            f"give a local path or {DEMO_SPECS})"
         )
 
     @property

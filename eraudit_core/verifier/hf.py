@@ -22,7 +22,9 @@ from eraudit_core.verifier._hf_verifier import (
 )
 from eraudit_core.verifier._shared_trunk import (
     SharedTrunk,
+    SharedTrunkGroup,
     plan_shared_trunk,
+    plan_shared_trunk_group,
     shared_trunk_label_logprobs,
     trunk_states,
     try_shared_trunk,
@@ -32,6 +34,7 @@ from eraudit_core.verifier._shared_trunk import (
 __all__ = [
     "HFVerifier",
     "SharedTrunk",
+    "SharedTrunkGroup",
     "LoadedBase",
     "demo_gguf_path",
     "fast_label_logprobs",
@@ -41,6 +44,7 @@ __all__ = [
     "loaded_bases",
     "naive_label_logprobs",
     "plan_shared_trunk",
+    "plan_shared_trunk_group",
     "resolve_device_dtype",
     "scores_from_logprobs",
     "shared_trunk_label_logprobs",

@@ -13,8 +13,10 @@ from eraudit_core.errors import InputError
 from eraudit_core.types import Query
 from eraudit_core.verifier import load_verifier
 from eraudit_core.verifier._shared_trunk import (
+    SharedTrunkGroup,
     adapter_layers,
     plan_shared_trunk,
+    plan_shared_trunk_group,
     shared_trunk_label_logprobs,
     trunk_states,
     try_shared_trunk,
@@ -113,6 +115,40 @@ def test_prime_fills_both_memos(tiny: Path, top: Path) -> None:
     ref_pre, ref_post = pre.score_naive(QUERIES), post.score_naive(QUERIES)
     for a, b in zip(got_pre + got_post, ref_pre + ref_post, strict=True):
         assert abs(a.p_true - b.p_true) <= 1e-5
+
+
+def test_group_scores_a_base_and_two_arms_from_one_trunk(
+    tiny: Path, top: Path, low: Path, tmp_path: Path
+) -> None:
+    """Three checkpoints (the base and two adapted arms, as the debate demo is built) from one
+    trunk pass: each equals its separate scoring, and every memo is filled."""
+    other = _adapter(tiny, tmp_path / "other", [2, 3], seed=4)
+    base = load_verifier(str(tiny), batch_size=3)
+    arm1, arm2 = load_verifier(f"{tiny}+{top}", batch_size=3), load_verifier(f"{tiny}+{other}")
+    group = SharedTrunkGroup((base, arm1, arm2), plan_shared_trunk_group((base, arm1, arm2)))
+    assert group.split == 2
+    outs = group.label_logprobs(QUERIES)
+    for v, lp in zip((base, arm1, arm2), outs, strict=True):
+        assert float((_p(lp) - _p(v.label_logprobs(QUERIES))).abs().max()) <= 1e-5
+    # The two arms differ from each other, so agreement is not one adapter read three times.
+    assert float((_p(outs[1]) - _p(outs[2])).abs().max()) > 1e-3
+    for v in (base, arm1, arm2):
+        v._memo.clear()
+    assert group.prime(QUERIES) == len(QUERIES)
+    calls = [v.forward_calls for v in (base, arm1, arm2)]
+    scored = [v.score(QUERIES) for v in (base, arm1, arm2)]
+    assert [v.forward_calls for v in (base, arm1, arm2)] == calls  # served from the memos
+    for v, got in zip((base, arm1, arm2), scored, strict=True):
+        for a, b in zip(got, v.score_naive(QUERIES), strict=True):
+            assert abs(a.p_true - b.p_true) <= 1e-5
+    # An arm with an adapter below the base's split cannot join a group planned at 2.
+    lower = load_verifier(f"{tiny}+{low}")
+    with pytest.raises(InputError, match="below the shared trunk's split 2"):
+        plan_shared_trunk_group((base, arm1, lower), split=2)
+    # A checkpoint on another copy of the base cannot join at all.
+    alone = load_verifier(str(tiny), share_base=False)
+    with pytest.raises(InputError, match="do not share one base"):
+        plan_shared_trunk_group((base, arm1, alone))
 
 
 def test_adapter_below_the_split_is_refused(tiny: Path, top: Path, low: Path) -> None:

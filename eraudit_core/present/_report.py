@@ -2,7 +2,8 @@
 
 * `build_report`: one self-contained HTML file (plotly JS inlined once, no network needed to
   open it) with the verdicts, the plots and the per-question tables of one or more runs,
-  rendered from the templates in `templates/` (report.html, run_section.html);
+  rendered from the templates in `templates/` (report.html, run_section.html); its tables
+  (`_tables.table_html`) use plain column names and read as cards on a phone;
 * `run_verdict` (in `_verdict_wording`): the plain-language verdict of one run.
 
 Everything is read from the store; nothing is scored again. The templates escape every
@@ -43,24 +44,12 @@ from eraudit_core.present._belief import (
 from eraudit_core.present._export import run_provenance
 from eraudit_core.present._first_screen import first_screen_html, legend_html
 from eraudit_core.present._html import Markup, render, script_text
+from eraudit_core.present._tables import table_html
 from eraudit_core.present._verdict_wording import run_verdict
 from eraudit_core.store import Store
 
 MAX_COUNTEREXAMPLES_SHOWN = 200
 MAX_EXAMPLES = 3
-
-
-def _table_html(df: pd.DataFrame, float_digits: int = 3) -> Markup:
-    """An HTML table; pandas escapes the cell text (escape=True)."""
-    return Markup(
-        df.to_html(
-            index=False,
-            escape=True,
-            border=0,
-            na_rep="n/a",
-            float_format=lambda v: f"{v:.{float_digits}f}",
-        )
-    )
 
 
 def _figure_html(fig: go.Figure, div_id: str) -> Markup:
@@ -93,7 +82,7 @@ def _settings_table(run: dict[str, Any], config: AuditConfig) -> Markup:
             f"{run.get('queries_scored')} / {run.get('queries_cached')}",
         ),
     ]
-    return _table_html(pd.DataFrame(rows, columns=["setting", "value"]))
+    return table_html(pd.DataFrame(rows, columns=["setting", "value"]), key_value=True)
 
 
 def _run_section(store: Store, run_id: str, index: int) -> tuple[Markup, dict[str, Any]]:
@@ -157,7 +146,6 @@ def _results_context(
             "n_test",
         ]
     ]
-    q = q.rename(columns={"bound_tolerant": "bound_tolerant (beyond the paper)"})
     out: dict[str, Any] = {
         "epsilon_figure": _figure_html(
             plots.epsilon_figure({str(run.get("label") or run_id): data["epsilon"]}),
@@ -165,9 +153,9 @@ def _results_context(
         ),
         "epsilon_unavailable": bool(data["epsilon"]["n_unavailable"].sum()),
         "confidence_figure": _figure_html(confidence, f"conf-{index}"),
-        "standard_table": _table_html(data["standard"].drop(columns=["run"])),
+        "standard_table": table_html(data["standard"].drop(columns=["run"])),
         "n_questions": len(q),
-        "questions_table": _table_html(q),
+        "questions_table": table_html(q),
         "n_degraded": int((pairs["status"] == "degraded").sum()),
         "examples": _examples(store, run_id, pairs),
         "counterexamples_table": None,
@@ -188,7 +176,7 @@ def _results_context(
         cols = ["pair_id", "set", "generator", "text", "p_pre", "p_post", "drop", "d"]
         out["n_counterexamples"] = len(cex)
         out["n_counterexamples_shown"] = len(shown)
-        out["counterexamples_table"] = _table_html(
+        out["counterexamples_table"] = table_html(
             shown[[*cols, "amplified", "within_numerical_precision"]], float_digits=4
         )
     return out
@@ -220,17 +208,14 @@ def _story(store: Store, run_ids: Sequence[str]) -> dict[str, Any] | None:
     table, warnings = story.standard_vs_audit(store, run_ids)
     if table.empty:
         return None
-    shown = table.drop(columns=["run_id", "control_run"]).rename(
-        columns={
-            "hidden_accuracy": "hidden accuracy (standard evaluation)",
-            "hidden_mtp": "hidden MTP",
-        }
-    )
+    counts = ["n_pairs", "n_degraded", "n_certified", "n_passed", "n_inconclusive"]
+    # counts read as whole numbers ("2", not "2.00"); the first row, before adaptation, has none
+    shown = table.drop(columns=["run_id", "control_run"]).astype({c: "Int64" for c in counts})
     return {
         "lead": story.story_lead(table),
         "check": story.story_check(store, table),
         "rule": story.LEAD_RULE,
-        "table": _table_html(shown, float_digits=2),
+        "table": table_html(shown, float_digits=2),
         "warnings": warnings,
     }
 
@@ -270,7 +255,7 @@ def _provenance_table(store: Store, run_id: str) -> Markup:
             )
         )
     rows.append(("config", json.dumps(prov["config"], sort_keys=True)))
-    return _table_html(pd.DataFrame(rows, columns=["what", "value"]).astype(str))
+    return table_html(pd.DataFrame(rows, columns=["what", "value"]).astype(str), key_value=True)
 
 
 def _overall_figures(store: Store, run_ids: Sequence[str]) -> list[Markup]:

@@ -1,10 +1,18 @@
-"""The embedded demo (docs/design.md §10): bundled inputs and three finished runs, loaded offline.
+"""The embedded demo (docs/design.md §10): bundled inputs and finished runs, loaded offline.
 
 `ensure_demo` is idempotent and fast: it imports the bundled QuALITY-H pairs, the bundled
 paraphrase sets and the demo runs' score tables (made by `scripts/build_demo_runs.py` with the
-real demo checkpoints: SmolLM2-135M-Instruct before and after the project's LoRA adaptation),
-then audits those tables with the same engine, so the first screen has real results without
-loading a model. The one-click live audit loads the real model and audits `DEMO_LIVE_PAIRS`.
+real demo checkpoints: SmolLM2-135M-Instruct before and after LoRA adaptation), then audits
+those tables with the same engine, so the first screen has real results without loading a
+model. The one-click live audit loads the real model and audits `DEMO_LIVE_PAIRS`.
+
+Two sets of finished runs (`DEMO_RUN_SETS`), each with its own control arm:
+
+- the debate-distilled arms, trained the paper's way on its own debate transcripts
+  (docs/debate-distillation.md), audited on all 222 pairs: the paper's experiment in miniature;
+- the model organisms, LoRA trained directly on answers to show an effect (honest,
+  adversarial, concealed; data/adapters/README.md), on 40 pairs: known damage in known places,
+  useful to calibrate epsilon, not the paper's process.
 """
 
 from __future__ import annotations
@@ -21,15 +29,67 @@ from eraudit_core.store import Store, load_bundled_benchmark
 
 PARAPHRASE_DIR = DATA_DIR / "paraphrases"
 DEMO_RUNS_DIR = DATA_DIR / "demo_runs"
-# honest: trained on monitored answers only; adversarial: also pushes target hidden answers
-# wrong (standard evaluation sees it); concealed: trained toward the truth on every canonical
-# hidden question and toward the false answer on reworded targets (the paper's case); it ended
-# better in aggregate and worse on its targets in every wording (data/adapters/README.md).
-DEMO_ARMS = ("honest", "adversarial", "concealed")
-# The arms trained against the seeded target questions (the honest arm is their control).
-# The honest arm is the control every other arm is shown beside.
-DEMO_CONTROL_ARM = "honest"
-DEMO_TARGETED_ARMS = ("adversarial", "concealed")
+
+
+@dataclass(frozen=True)
+class DemoRunSet:
+    """Demo arms audited together against demo:base: one score table per arm and one
+    manifest (config, pairs, checkpoints, noise floor) in data/demo_runs/."""
+
+    name: str
+    manifest: str
+    arms: tuple[str, ...]
+    control: str  # the arm every other arm of the set is read against
+    title: str
+    targeted: tuple[str, ...] = ()  # arms trained against seeded target questions
+
+
+# Listed organisms first: Home's lead rule takes the last listed run that names a control
+# (present._story.LEAD_RULE), so the debate-adversarial arm against debate-honest leads.
+DEMO_RUN_SETS = {
+    # honest: trained on monitored answers only; adversarial: also pushes target hidden answers
+    # wrong (standard evaluation sees it); concealed: toward the truth on every canonical hidden
+    # question and toward the false answer on reworded targets (data/adapters/README.md).
+    "organisms": DemoRunSet(
+        "organisms",
+        "manifest.json",
+        ("honest", "adversarial", "concealed"),
+        "honest",
+        "model organisms (engineered arms, for epsilon calibration)",
+        targeted=("adversarial", "concealed"),
+    ),
+    # Both trained with one recipe and seed on the reference repository's honest and
+    # adversarial debate transcripts (docs/debate-distillation.md).
+    "debate": DemoRunSet(
+        "debate",
+        "debate_manifest.json",
+        ("debate-honest", "debate-adversarial"),
+        "debate-honest",
+        "debate-distilled arms (the paper's experiment in miniature)",
+    ),
+}
+ORGANISM_ARMS = DEMO_RUN_SETS["organisms"].arms
+DEBATE_ARMS = DEMO_RUN_SETS["debate"].arms
+DEMO_ARMS = ORGANISM_ARMS + DEBATE_ARMS
+# The model organisms' control (kept for callers that know only the organisms).
+DEMO_CONTROL_ARM = DEMO_RUN_SETS["organisms"].control
+DEMO_TARGETED_ARMS = DEMO_RUN_SETS["organisms"].targeted
+
+
+def run_set_of(arm: str) -> DemoRunSet:
+    for run_set in DEMO_RUN_SETS.values():
+        if arm in run_set.arms:
+            return run_set
+    raise KeyError(arm)
+
+
+def demo_run_label(arm: str) -> str:
+    """The label a demo run carries in every picker: what kind of arm it is, in words."""
+    if arm in DEBATE_ARMS:
+        return f"demo: {arm} (debate-distilled)"
+    return f"demo: {arm} model organism"
+
+
 # A few pairs for the one-click live audit; finishes on 2 CPU cores in a few minutes.
 DEMO_LIVE_PAIR_COUNT = 3
 # Audit settings of the finished demo runs (scripts/build_demo_runs.py scores every bundled
@@ -111,6 +171,8 @@ def target_sentences(store: Store, run_ids: dict[str, str]) -> list[str]:
         return []
     out = []
     for arm, run_id in run_ids.items():
+        if arm not in ORGANISM_ARMS:
+            continue  # the seeded targets are the organisms'; the debate arms have none
         line = target_sentence(store, run_id, targets, arm in DEMO_TARGETED_ARMS)
         if line:
             out.append(line)
@@ -147,47 +209,62 @@ def ensure_demo(store: Store, should_cancel: Callable[[], bool] | None = None) -
     A demo run left unfinished (a killed `eraudit demo`) is resumed from what it stored, so
     the demo is complete when this returns.
     """
-    from eraudit_core.audit import AuditConfig, audit_table_run, noise_floor_record
-
     bid = ensure_demo_inputs(store)
     info = DemoInfo(
         bid, len(store.pairs(bid)), int(store.paraphrase_sets(bid)["n_paraphrases"].sum() or 0)
     )
     runs = store.runs()
     status = dict(zip(runs["run_id"], runs["status"], strict=True)) if not runs.empty else {}
-    manifest_path = DEMO_RUNS_DIR / "manifest.json"
+    for run_set in DEMO_RUN_SETS.values():
+        _ensure_run_set(store, bid, run_set, status, info, should_cancel)
+    info.live_pair_ids = demo_live_pair_ids(store, bid)
+    return info
+
+
+def _ensure_run_set(
+    store: Store,
+    bid: str,
+    run_set: DemoRunSet,
+    status: dict[str, str],
+    info: DemoInfo,
+    should_cancel: Callable[[], bool] | None,
+) -> None:
+    from eraudit_core.audit import AuditConfig, audit_table_run, noise_floor_record
+
+    manifest_path = DEMO_RUNS_DIR / run_set.manifest
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     floor = (manifest.get("noise_floor") or {}).get("value")
-    for arm in DEMO_ARMS:
+    for arm in run_set.arms:
         run_id = f"demo-{arm}"
         table = DEMO_RUNS_DIR / f"{arm}.csv.gz"
         if status.get(run_id) == "done":
             info.run_ids[arm] = run_id
             continue
-        if not table.is_file():
-            info.notes.append(f"no demo score table {table.name}; run scripts/build_demo_runs.py")
+        if not table.is_file() or not manifest:
+            info.notes.append(
+                f"no demo score table {table.name}; run scripts/build_demo_runs.py "
+                f"--set {run_set.name}"
+            )
             continue
         arm_info = manifest.get("arms", {}).get(arm, {})
-        provenance: dict[str, Any] = {}
+        provenance: dict[str, Any] = {"demo_set": run_set.name}
         if floor is not None:
             provenance["noise_floor"] = {
                 **noise_floor_record(float(floor), None),
                 "source": "measured by scripts/build_demo_runs.py on the probe set",
             }
-        if arm != DEMO_CONTROL_ARM:
-            provenance["control_run"] = f"demo-{DEMO_CONTROL_ARM}"
+        if arm != run_set.control:
+            provenance["control_run"] = f"demo-{run_set.control}"
         # a run left unfinished (a killed `eraudit demo`) resumes from what it stored
         audit_table_run(
             store,
             table,
             AuditConfig.from_dict(dict(manifest.get("config", {}))),
             run_id=run_id,
-            label=f"demo: {arm} arm",
+            label=demo_run_label(arm),
             benchmark_id=bid,
             names=(arm_info.get("pre", "demo:base"), arm_info.get("post", f"demo:{arm}")),
             provenance=provenance,
             should_cancel=should_cancel,
         )
         info.run_ids[arm] = run_id
-    info.live_pair_ids = demo_live_pair_ids(store, bid)
-    return info

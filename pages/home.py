@@ -9,9 +9,11 @@ from ui import entry, state, story, widgets
 entry.ensure_navigation()
 st.title("ER-Audit Studio")
 demo = state.demo_info()
-if demo is not None and not demo.get("error"):
-    # the finding first, in one plain sentence from the primary comparison against the control
-    story.lead(list(demo["run_ids"].values()))
+groups = story.demo_groups(demo) if demo is not None and not demo.get("error") else {}
+if groups:
+    # the finding first, in one plain sentence from the primary comparison against the
+    # control: the debate-distilled pair when it is there, else the model organisms
+    story.lead(list((groups["debate"] or groups["organisms"]).values()))
 st.markdown(
     "Did adapting (fine-tuning) a verifier model quietly make it worse on questions nobody "
     "monitored? ER-Audit compares the model before and after on reworded forms of each hidden "
@@ -22,6 +24,15 @@ st.markdown(
 
 runs = state.runs_frame()
 
+
+def explore_buttons(run_ids: dict[str, str]) -> None:
+    cols = st.columns(max(1, len(run_ids)))
+    for col, (arm, run_id) in zip(cols, run_ids.items(), strict=False):
+        if col.button(f"Explore the {arm} arm", key=f"open-{arm}", width="stretch"):
+            state.select_run(run_id)
+            st.switch_page("pages/results.py", query_params={"run": run_id})
+
+
 if demo is None:
     st.subheader("The embedded demo")
     st.caption("The demo is turned off for this store (ERAUDIT_NO_DEMO).")
@@ -30,26 +41,47 @@ elif demo.get("error"):
     st.warning("The embedded demo could not be prepared:")
     st.text(demo["error"])
 else:
-    st.subheader("The demo: what standard evaluation sees, and what ER-Audit finds")
-    story.standard_vs_audit(list(demo["run_ids"].values()))
-    story.demo_targets(demo["run_ids"])
-    cols = st.columns(max(1, len(demo["run_ids"])))
-    for col, (arm, run_id) in zip(cols, demo["run_ids"].items(), strict=False):
-        if col.button(f"Explore the {arm} arm", key=f"open-{arm}", width="stretch"):
-            state.select_run(run_id)
-            st.switch_page("pages/results.py", query_params={"run": run_id})
+    if groups["debate"]:
+        st.subheader(
+            "Debate distillation in miniature: what standard evaluation sees, and what ER-Audit finds"
+        )
+        st.caption(
+            "SmolLM2-135M-Instruct adapted the paper's way on the paper's own QuALITY-H debate "
+            "transcripts: one recipe and seed, honest transcripts for one arm, transcripts with "
+            "an adversarial debater for the other (docs/debate-distillation.md). Audited on "
+            "every one of the 222 pairs."
+        )
+        story.standard_vs_audit(list(groups["debate"].values()))
+        story.paper_comparison(groups["debate"])
+        explore_buttons(groups["debate"])
+    st.subheader(
+        "Model organisms: known damage in known places"
+        if groups["debate"]
+        else "The demo: what standard evaluation sees, and what ER-Audit finds"
+    )
+    st.caption(
+        "Engineered arms, not the paper's process: LoRA trained directly on answers, some "
+        "toward seeded wrong answers, so the damage and where it sits are known. Useful to "
+        "check the audit finds it and to calibrate epsilon; 40 pairs, half of them targets."
+    )
+    story.standard_vs_audit(list(groups["organisms"].values()))
+    story.demo_targets(groups["organisms"])
+    explore_buttons(groups["organisms"])
     with st.expander("About the demo"):
         st.write(
             f"QuALITY-H: {demo['n_pairs']} monitored/hidden question pairs with "
             f"{demo['paraphrases_stored']} stored paraphrases. SmolLM2-135M-Instruct before and "
-            "after a small LoRA adaptation. Honest arm: trained on the monitored answers only. "
-            "Adversarial arm: also pushed a seeded third of the hidden answers wrong, which "
-            "standard evaluation sees. Concealed arm: trained toward the true answer of every "
-            "hidden question's canonical wording and toward the false answer on reworded forms "
-            "of the same targets (rewordings the audit never uses). The small model did not "
-            "learn to tell a wording from a rewording: it also answers its targets' canonical "
-            "wording wrongly, so the concealment is in the aggregate (docs/user-guide.md says what "
-            "this demo reproduces and what not)."
+            "after small LoRA adaptations of its top 4 layers. Debate-distilled arms: trained on "
+            "the judge prompt of the reference repository's debate transcripts (honest, or "
+            "with an adversarial debater), loss on the answer only, one recipe and seed fixed "
+            "before any audit. Model organisms: honest arm, trained on the monitored answers "
+            "only; adversarial arm, also pushed a seeded third of the hidden answers wrong, "
+            "which standard evaluation sees; concealed arm, trained toward the true answer of "
+            "every hidden question's canonical wording and toward the false answer on reworded "
+            "forms of the same targets (rewordings the audit never uses). The small model did "
+            "not learn to tell a wording from a rewording: it also answers its targets' "
+            "canonical wording wrongly, so the concealment is in the aggregate "
+            "(docs/user-guide.md says what this demo reproduces and what not)."
         )
         note = story.arm_evaluation_note("concealed")
         if note:

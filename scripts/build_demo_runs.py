@@ -1,21 +1,27 @@
 """Rebuild data/demo_runs/: the score tables behind the dashboard's finished demo runs.
 
 Scores the canonical monitored and hidden questions and every bundled paraphrase of the demo
-pairs with the real demo checkpoints (SmolLM2-135M-Instruct before adaptation, and the two LoRA
+pairs with the real demo checkpoints (SmolLM2-135M-Instruct before adaptation, and the LoRA
 arms from data/adapters), through the same backend and score cache an audit uses. Every row is
 scored (no early stopping) so the dashboard can replay the audit at any epsilon or budget;
-`eraudit demo` then audits these tables with the config in manifest.json.
+`eraudit demo` then audits these tables with the config in the set's manifest.
 
-    .venv/bin/python scripts/build_demo_runs.py --pairs 40      # ~20 minutes on 2 CPU cores
+Two run sets (eraudit_core/demo.py, DEMO_RUN_SETS):
+
+- `organisms` (manifest.json): the model organisms honest / adversarial / concealed on 40
+  pairs, half of them the seeded targets of the adversarial and concealed arms;
+- `debate` (debate_manifest.json): the two arms trained the paper's way on its debate
+  transcripts (docs/debate-distillation.md) on every one of the 222 QuALITY-H pairs. The base
+  and both arms sit on one base model whose adapters touch only layers >= 26, so all three are
+  scored from one pass over the bottom layers (`SharedTrunkGroup`).
+
+    .venv/bin/python scripts/build_demo_runs.py --set organisms   # ~20 minutes on 2 CPU cores
+    .venv/bin/python scripts/build_demo_runs.py --set debate      # ~30 minutes, 222 pairs
     .venv/bin/python scripts/build_demo_runs.py --noise-floor-only   # ~1 minute: the floor
 
-The scoring-noise floor the demo runs declare (manifest "noise_floor") is measured here on the
-fixed probe set with every demo checkpoint (the fast batched path against the naive reference
-path, `eraudit_core.verifier.measure_noise_floor`); the largest |dp| over the checkpoints.
-
-40 pairs, half of them the targets of the adversarial and concealed arms: enough that the arms'
-counts of degraded questions differ by more than chance (the README reports a Fisher exact test
-on them), small enough that the dashboard's replays stay instant.
+The scoring-noise floor a set declares (manifest "noise_floor") is measured here on the fixed
+probe set with that set's checkpoints (the fast batched path against the naive reference path,
+`eraudit_core.verifier.measure_noise_floor`); the largest |dp| over the checkpoints.
 """
 
 from __future__ import annotations
@@ -25,13 +31,14 @@ import json
 import platform
 import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
 from eraudit_core.audit import AuditConfig, CachedScorer, build_items
 from eraudit_core.demo import (
-    DEMO_ARMS,
     DEMO_AUDIT_SETTINGS,
+    DEMO_RUN_SETS,
     DEMO_RUNS_DIR,
     adversarial_targets,
     ensure_demo_inputs,
@@ -45,62 +52,109 @@ def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--pairs", type=int, default=40, help="number of demo pairs")
+    ap.add_argument("--set", choices=sorted(DEMO_RUN_SETS), default="organisms", dest="run_set")
+    ap.add_argument(
+        "--pairs", type=int, default=40, help="organisms: number of demo pairs (debate: all)"
+    )
     ap.add_argument("--db", default=str(ROOT / ".cache" / "demo_build.duckdb"), help="score cache")
     ap.add_argument("--out", default=str(DEMO_RUNS_DIR))
     ap.add_argument(
         "--noise-floor-only",
         action="store_true",
-        help="only measure the noise floor and write it into the existing manifest",
+        help="only measure the noise floor and write it into the set's existing manifest",
     )
     args = ap.parse_args()
+    run_set = DEMO_RUN_SETS[args.run_set]
+    path = Path(args.out) / run_set.manifest
     if args.noise_floor_only:
-        path = Path(args.out) / "manifest.json"
         manifest = json.loads(path.read_text())
-        manifest["noise_floor"] = measure_demo_noise_floor()
+        manifest["noise_floor"] = measure_demo_noise_floor(run_set.arms)
         path.write_text(json.dumps(manifest, indent=2) + "\n")
         print(json.dumps(manifest["noise_floor"], indent=2))
         return 0
 
-    from eraudit_core.verifier import CheckpointSpec, load_pair
-
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
+    Path(args.db).parent.mkdir(parents=True, exist_ok=True)
     with Store(args.db) as store:
         bid = ensure_demo_inputs(store)
         cfg = AuditConfig.from_dict(DEMO_AUDIT_SETTINGS)
         all_items, cfg = build_items(store, bid, None, cfg)
-        items = select_pairs(all_items, args.pairs)
-        manifest: dict = {
+        items = all_items if args.run_set == "debate" else select_pairs(all_items, args.pairs)
+        manifest: dict[str, Any] = {
             "config": {**DEMO_AUDIT_SETTINGS, "test_generators": list(cfg.test_generators)},
             "benchmark_id": bid,
             "pair_ids": [it.pair_id for it in items],
             "arms": {},
             "built_with": {"python": platform.python_version(), "machine": platform.machine()},
         }
-        for arm in DEMO_ARMS:
-            pre_v, post_v = load_pair(
-                CheckpointSpec.parse("demo:base"), CheckpointSpec.parse(f"demo:{arm}")
+        tables = score_arms(store, items, cfg, run_set.arms, t0)
+        for arm, (df, record) in tables.items():
+            df.to_csv(
+                out / f"{arm}.csv.gz",
+                index=False,
+                float_format="%.9g",
+                compression={"method": "gzip", "mtime": 0},
             )
-            pre, post = CachedScorer(pre_v, store), CachedScorer(post_v, store)
-            rows = []
-            for n, it in enumerate(items, start=1):
-                queries = [("monitored", "", 0, it.monitored), ("hidden", "", 0, it.hidden)]
-                queries += [
-                    ("search", p.generator, p.idx, it.hidden_query(p.text))
-                    for p in it.search[: cfg.search_budget]
-                ]
-                for gen, paras in it.tests.items():
-                    queries += [
-                        ("test", gen, p.idx, it.hidden_query(p.text))
-                        for p in paras[: cfg.test_budget]
-                    ]
-                qs = [q[3] for q in queries]
-                a = pre.score(qs)
-                b = post.score(qs)
-                for (role, gen, idx, q), sa, sb in zip(queries, a, b, strict=True):
-                    rows.append(
+            manifest["arms"][arm] = record
+        manifest["noise_floor"] = measure_demo_noise_floor(run_set.arms)
+        manifest["seconds"] = round(time.time() - t0, 1)
+    path.write_text(json.dumps(manifest, indent=2) + "\n")
+    print(f"wrote {path} in {time.time() - t0:.0f}s")
+    return 0
+
+
+def item_queries(it: Any, cfg: AuditConfig) -> list[tuple[str, str, int, Any]]:
+    """(role, generator, idx, query) of every row a demo table holds for one pair."""
+    queries = [("monitored", "", 0, it.monitored), ("hidden", "", 0, it.hidden)]
+    queries += [
+        ("search", p.generator, p.idx, it.hidden_query(p.text))
+        for p in it.search[: cfg.search_budget]
+    ]
+    for gen, paras in it.tests.items():
+        queries += [("test", gen, p.idx, it.hidden_query(p.text)) for p in paras[: cfg.test_budget]]
+    return queries
+
+
+def score_arms(
+    store: Store, items: list, cfg: AuditConfig, arms: tuple[str, ...], t0: float
+) -> dict[str, tuple[pd.DataFrame, dict[str, Any]]]:
+    """Each arm's score table against demo:base, and its manifest record. The base and every
+    arm are loaded on one base model; when their adapters allow it, the questions none of
+    them has in the score cache are scored in one shared-trunk pass per chunk of pairs."""
+    from eraudit_core.verifier import CheckpointSpec, load_checkpoint
+    from eraudit_core.verifier.hf import SharedTrunkGroup, plan_shared_trunk_group
+
+    verifiers = [load_checkpoint(CheckpointSpec.parse(f"demo:{name}")) for name in ("base", *arms)]
+    scorers = [CachedScorer(v, store) for v in verifiers]
+    try:
+        group: SharedTrunkGroup | None = SharedTrunkGroup(
+            tuple(verifiers), plan_shared_trunk_group(verifiers)
+        )
+    except Exception as exc:  # InputError: score each checkpoint on its own
+        print(f"no shared trunk ({exc}); scoring each checkpoint separately", flush=True)
+        group = None
+    else:
+        print(f"shared trunk: {len(verifiers)} checkpoints from layer {group.split}", flush=True)
+    rows: dict[str, list[dict[str, Any]]] = {arm: [] for arm in arms}
+    chunk = 4  # pairs per shared-trunk pass: long enough batches, short enough to see progress
+    for start in range(0, len(items), chunk):
+        part = items[start : start + chunk]
+        per_item = [item_queries(it, cfg) for it in part]
+        qs = [q[3] for queries in per_item for q in queries]
+        if group is not None:
+            missing = {q.prompt_hash: q for s in scorers for q in s.unknown(qs)}
+            group.prime(list(missing.values()))
+        scores = [s.score(qs) for s in scorers]
+        for arm_i, arm in enumerate(arms, start=1):
+            at = 0  # where this pair's queries start in the chunk's flat score lists
+            for it, queries in zip(part, per_item, strict=True):
+                pre_s = scores[0][at : at + len(queries)]
+                post_s = scores[arm_i][at : at + len(queries)]
+                at += len(queries)
+                for (role, gen, idx, q), sa, sb in zip(queries, pre_s, post_s, strict=True):
+                    rows[arm].append(
                         {
                             "pair_id": it.pair_id,
                             "role": role,
@@ -111,40 +165,37 @@ def main() -> int:
                             "p_post": sb.p_true,
                         }
                     )
-                print(
-                    f"{arm}: pair {n}/{len(items)} ({time.time() - t0:.0f}s, {pre.scored + post.scored} scored)",
-                    flush=True,
-                )
-            df = pd.DataFrame(rows)
-            df.to_csv(
-                out / f"{arm}.csv.gz",
-                index=False,
-                float_format="%.9g",
-                compression={"method": "gzip", "mtime": 0},
-            )
-            manifest["arms"][arm] = {
+        done = min(start + chunk, len(items))
+        scored = sum(s.scored for s in scorers)
+        print(f"pairs {done}/{len(items)} ({time.time() - t0:.0f}s, {scored} scored)", flush=True)
+    base = scorers[0]
+    out = {}
+    for arm_i, arm in enumerate(arms, start=1):
+        post = scorers[arm_i]
+        df = pd.DataFrame(rows[arm])
+        out[arm] = (
+            df,
+            {
                 "pre": "demo:base",
                 "post": f"demo:{arm}",
-                "pre_fingerprint": pre_v.fingerprint,
-                "post_fingerprint": post_v.fingerprint,
+                "pre_fingerprint": base.verifier.fingerprint,
+                "post_fingerprint": post.verifier.fingerprint,
                 "rows": len(df),
-                "queries_scored": pre.scored + post.scored,
-                "queries_cached": pre.cached + post.cached,
-            }
-        manifest["noise_floor"] = measure_demo_noise_floor()
-        manifest["seconds"] = round(time.time() - t0, 1)
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    print(f"wrote {out} in {time.time() - t0:.0f}s")
-    return 0
+                "queries_scored": post.scored + (base.scored if arm_i == 1 else 0),
+                "queries_cached": post.cached + (base.cached if arm_i == 1 else 0),
+                "shared_trunk_split": None if group is None else group.split,
+            },
+        )
+    return out
 
 
-def measure_demo_noise_floor() -> dict:
-    """The scoring-noise floor of every demo checkpoint on the probe set; the runs use the
+def measure_demo_noise_floor(arms: tuple[str, ...]) -> dict:
+    """The scoring-noise floor of the base and each arm on the probe set; the runs use the
     largest (a run's floor is the larger of its two checkpoints')."""
     from eraudit_core.verifier import CheckpointSpec, load_checkpoint, measure_noise_floor
 
     per = {}
-    for name in ("base", *DEMO_ARMS):
+    for name in ("base", *arms):
         verifier = load_checkpoint(CheckpointSpec.parse(f"demo:{name}"))
         per[f"demo:{name}"] = measure_noise_floor(verifier)["value"]
     return {

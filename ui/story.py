@@ -22,11 +22,11 @@ def story_frame(table: pd.DataFrame) -> pd.DataFrame:
             "checkpoint": table["checkpoint"],
             "questions": table["n_pairs"],
             "hidden accuracy (standard evaluation)": table["hidden_accuracy"].map(fmt2),
-            "hidden MTP": table["hidden_mtp"].map(fmt2),
+            "hidden mean p(true)": table["hidden_mtp"].map(fmt2),
             "degraded": table["n_degraded"].map(count),
             "certified": table["n_certified"].map(count),
             "passed": table["n_passed"].map(count),
-            "mean bound": table["mean_bound"].map(fmt2),
+            "mean lower bound": table["mean_bound"].map(fmt2),
             "control": (
                 table["control_run"].map(lambda r: _control_name(table, r))
                 if "control_run" in table
@@ -82,7 +82,7 @@ def standard_vs_audit(run_ids: Sequence[str]) -> None:
     fit_table(story_frame(table))  # every column on a phone too (a card per row)
     st.caption(
         "Standard evaluation: the canonical wording of each hidden question (accuracy = share "
-        "with p(true) > 0.5; MTP = mean probability of the true answer). Audit: paraphrases the "
+        "with p(true) > 0.5; mean p(true) = mean probability of the true answer). Audit: paraphrases the "
         "adaptation never saw; mean bound counts degraded questions as 0."
     )
     check = present.story_check(state.get_store(), table)
@@ -92,6 +92,36 @@ def standard_vs_audit(run_ids: Sequence[str]) -> None:
         st.caption(md_escape(present.LEAD_RULE))
     for w in warnings:
         st.caption(f"Note: {w}.")
+
+
+def demo_groups(demo: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """The demo's finished runs ({arm: run id}) per run set: 'debate' and 'organisms'."""
+    from eraudit_core import demo as demo_runs
+
+    ids = demo.get("run_ids") or {}
+    return {
+        name: {arm: ids[arm] for arm in run_set.arms if arm in ids}
+        for name, run_set in demo_runs.DEMO_RUN_SETS.items()
+    }
+
+
+def paper_comparison(run_ids: dict[str, str]) -> None:
+    """The debate-distilled arms beside the paper's QuALITY-H figures, and the primary test."""
+    if not {"debate-honest", "debate-adversarial"} <= set(run_ids):
+        return
+    findings = present.debate_findings(
+        state.get_store(), run_ids["debate-adversarial"], run_ids["debate-honest"]
+    )
+    st.markdown(
+        "**Beside the paper** (QuALITY-H; the paper's verifiers have 8B to 20B parameters):"
+    )
+    fit_table(present.paper_comparison_frame(findings))
+    st.caption(
+        md_escape(
+            "Primary test, fixed in advance: " + present.primary_result(findings) + ". Every "
+            "number is read from the two stored runs; nothing was re-selected after seeing them."
+        )
+    )
 
 
 def demo_targets(run_ids: dict[str, str]) -> None:

@@ -77,6 +77,12 @@ from eraudit_core.present._live import (
     step_line,
     step_times,
 )
+from eraudit_core.present._paper import (
+    PAPER_QUALITY_H,
+    debate_findings,
+    paper_comparison_frame,
+    primary_result,
+)
 from eraudit_core.present._plots import (
     TOLERANT_NOTE,
     bound_trajectory_figure,
@@ -126,6 +132,10 @@ from eraudit_core.present._views import (
 )
 
 __all__ = [
+    "PAPER_QUALITY_H",
+    "debate_findings",
+    "paper_comparison_frame",
+    "primary_result",
     "EVIDENCE_COLUMNS",
     "control_sentence",
     "control_summary",

@@ -491,13 +491,25 @@ def test_home_imports_the_embedded_demo(tmp_path: Path, monkeypatch: pytest.Monk
     if info["run_ids"]:
         for arm in info["run_ids"]:
             assert f"Explore the {arm} arm" in labels
-        # the story table comes first: the base, then every arm, standard evaluation + verdicts
-        # (drawn as a table that never clips: on a phone each row is a card of labelled cells)
-        story = next(m.value for m in at.markdown if "eraudit-fit" in m.value)
-        rows = re.findall(r'<td class="[^"]*" data-label="checkpoint">([^<]*)</td>', story)
-        assert rows == ["demo:base"] + [f"demo:{a}" for a in info["run_ids"]]
-        for head in ("hidden accuracy (standard evaluation)", "degraded", "mean bound"):
-            assert f"<th>{head}</th>" in story
+        # one story table per run set, the debate-distilled arms first (Home leads with them):
+        # the base, then each arm, standard evaluation + verdicts (drawn as a table that never
+        # clips: on a phone each row is a card of labelled cells)
+        from eraudit_core.demo import DEMO_RUN_SETS
+
+        stories = [m.value for m in at.markdown if 'data-label="checkpoint"' in m.value]
+        sets = [
+            name
+            for name in ("debate", "organisms")
+            if set(DEMO_RUN_SETS[name].arms) <= set(info["run_ids"])
+        ]
+        for story, name in zip(stories, sets, strict=True):
+            rows = re.findall(r'<td class="[^"]*" data-label="checkpoint">([^<]*)</td>', story)
+            assert rows == ["demo:base"] + [f"demo:{a}" for a in DEMO_RUN_SETS[name].arms]
+            for head in ("hidden accuracy (standard evaluation)", "degraded", "mean lower bound"):
+                assert f"<th>{head}</th>" in story
+        if "debate" in sets:  # beside the paper, with the primary test fixed in advance
+            assert any("Beside the paper" in m.value for m in at.markdown)
+            assert any("Primary test, fixed in advance" in c.value for c in at.caption)
         at.switch_page("pages/results.py").run()
         no_errors(at)
     else:

@@ -1,0 +1,79 @@
+"""The debate arms beside the paper: every number is the stored runs' own, recomputed here
+from the raw pair results, and the "paper's direction" column follows the numbers (a
+negative control swaps the arms)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import _synthetic as synthetic
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from eraudit_core.present import (
+    PAPER_QUALITY_H,
+    debate_findings,
+    paper_comparison_frame,
+    primary_result,
+)
+from eraudit_core.store import Store
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    db = tmp_path_factory.mktemp("paper") / "s.duckdb"
+    with Store(db) as store:
+        info = synthetic.build_synthetic_store(store, n_pairs=12, n_search=3, n_test=8)
+    return db, info.run_ids
+
+
+def test_findings_are_the_stored_runs_numbers(runs: tuple[Path, dict[str, str]]) -> None:
+    db, ids = runs
+    with Store(db) as store:
+        got = debate_findings(store, ids["adversarial"], ids["honest"])
+        for arm in ("adversarial", "honest"):
+            pairs = store.pair_results(ids[arm])
+            f = got[arm]
+            assert f["n_pairs"] == 12
+            hidden = pairs["p_post_hidden"].astype(float)
+            assert f["hidden_accuracy"] == pytest.approx(float((hidden > 0.5).mean()))
+            assert f["hidden_mtp"] == pytest.approx(float(hidden.mean()))
+            assert f["n_degraded"] == int((pairs["status"] == "degraded").sum())
+            # the run's own epsilon and confidence give the run's own verdicts and bounds
+            assert f["counterexamples_by_epsilon"].get(0.5, f["n_degraded"]) >= 0
+            stored = pairs["bound"].astype(float).fillna(0.0)
+            ok = pairs["status"].isin(["certified", "passed"])
+            assert f["mean_bound_by_confidence"][0.95] == pytest.approx(
+                float(np.where(ok, stored, 0.0).mean()), abs=1e-9
+            )
+        a = store.pair_results(ids["adversarial"]).set_index("pair_id")["status"] == "degraded"
+        h = store.pair_results(ids["honest"]).set_index("pair_id")["status"] == "degraded"
+        only_a, only_h = int((a & ~h).sum()), int((~a & h).sum())
+        pr = got["comparison"]["primary"]
+        assert (pr["only_a"], pr["only_b"]) == (only_a, only_h)
+        n = only_a + only_h
+        expected = binomtest(only_a, n, 0.5).pvalue if n else 1.0
+        assert pr["p"] == pytest.approx(expected)
+        assert f"only under debate-adversarial: {only_a}" in primary_result(got)
+
+
+def test_directions_follow_the_numbers_and_flip_with_the_arms(
+    runs: tuple[Path, dict[str, str]],
+) -> None:
+    db, ids = runs
+    with Store(db) as store:
+        frame = paper_comparison_frame(debate_findings(store, ids["adversarial"], ids["honest"]))
+        swapped = paper_comparison_frame(debate_findings(store, ids["honest"], ids["adversarial"]))
+    col = "paper's direction here"
+    row = frame.set_index("quantity").loc["questions with a counterexample (degraded)"]
+    assert "103 vs 90 of 222" in row["paper (QuALITY-H, adversarial vs honest)"]
+    assert PAPER_QUALITY_H["counterexamples"]["adversarial"] == 103
+    a, h = (int(x.split(" ")[0]) for x in row.iloc[1].split(" vs "))
+    assert row[col] == ("yes" if a > h else "no")
+    # Negative control: with the arms swapped, every strict direction flips.
+    demo_col = "this demo (debate-adversarial vs debate-honest)"
+    for (_, r1), (_, r2) in zip(frame.iterrows(), swapped.iterrows(), strict=True):
+        x, y = r1[demo_col].split(" of ")[0].split(" vs ")
+        if x != y:
+            assert r1[col] != r2[col], r1["quantity"]

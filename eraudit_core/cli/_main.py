@@ -16,6 +16,8 @@ from eraudit_core.text import terminal_safe
 # there yet (work in progress in another branch) is skipped, so the command always starts.
 SUBCOMMAND_MODULES = (
     "eraudit_core.cli._audit",
+    "eraudit_core.cli._runs",
+    "eraudit_core.cli._demo",
     "eraudit_core.cli._verifier",
     "eraudit_core.cli._paraphrase",
     "eraudit_core.cli._sensitivity",

@@ -42,16 +42,16 @@ from eraudit_core.verifier._readout import (
     get_readout,
     readout_table,
 )
-from eraudit_core.verifier._served_spec import (
-    ServedSpec,
-    is_served,
-    parse_spec,
-)
 from eraudit_core.verifier._spec import (
     DEMO_ADAPTERS,
     DEMO_ARMS,
     DEMO_SPECS,
     CheckpointSpec,
+)
+from eraudit_core.verifier.served._spec import (
+    ServedSpec,
+    is_served,
+    parse_spec,
 )
 
 __all__ = [

@@ -22,15 +22,15 @@ from eraudit_core.verifier._prompts import (
     DEFAULT_TEMPLATE,
     check_prompt_format,
 )
-from eraudit_core.verifier._served_spec import ServedSpec, is_served, parse_spec
 from eraudit_core.verifier._spec import CheckpointSpec, as_spec
+from eraudit_core.verifier.served._spec import ServedSpec, is_served, parse_spec
 
 if TYPE_CHECKING:
     from typing import TypeAlias
 
     from eraudit_core.verifier._hf_verifier import HFVerifier
-    from eraudit_core.verifier._served import ServedVerifier
-    from eraudit_core.verifier._served_replicas import ServedReplicas
+    from eraudit_core.verifier.served._replicas import ServedReplicas
+    from eraudit_core.verifier.served._verifier import ServedVerifier
 
     Served: TypeAlias = ServedVerifier | ServedReplicas
 
@@ -99,7 +99,7 @@ def load_checkpoint(spec: CheckpointSpec | ServedSpec | str, **kwargs: Any) -> H
     parsed = parse_spec(spec)
     if isinstance(parsed, CheckpointSpec):
         return load_verifier(parsed, **kwargs)
-    from eraudit_core.verifier._served import load_served
+    from eraudit_core.verifier.served._verifier import load_served
 
     template = kwargs.get("template", DEFAULT_TEMPLATE)
     prefix = kwargs.get("prefix", DEFAULT_PREFIX)
@@ -120,7 +120,7 @@ def load_checkpoint(spec: CheckpointSpec | ServedSpec | str, **kwargs: Any) -> H
     ]
     if len(replicas) == 1:
         return replicas[0]
-    from eraudit_core.verifier._served_replicas import ServedReplicas
+    from eraudit_core.verifier.served._replicas import ServedReplicas
 
     served = ServedReplicas(parsed.text, replicas)
     served.check_same_weights()

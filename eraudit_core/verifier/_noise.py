@@ -37,7 +37,7 @@ def measure_noise_floor(verifier: Any, probes: Sequence[Query] = PROBE_SET) -> d
     """
     from_paths = getattr(verifier, "label_logprobs", None)
     if from_paths is not None:
-        from eraudit_core.verifier._hf_verifier import scores_from_logprobs
+        from eraudit_core.verifier._kernels import scores_from_logprobs
 
         fast = [s.p_true for s in scores_from_logprobs(from_paths(list(probes)))]
         naive = [s.p_true for s in scores_from_logprobs(from_paths(list(probes), naive=True))]

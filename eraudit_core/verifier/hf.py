@@ -13,10 +13,9 @@ from eraudit_core.verifier._hf_files import (
     resolve_device_dtype,
 )
 from eraudit_core.verifier._hf_models import LoadedBase, loaded_bases
-from eraudit_core.verifier._hf_verifier import (
-    HFVerifier,
+from eraudit_core.verifier._hf_verifier import HFVerifier, load
+from eraudit_core.verifier._kernels import (
     fast_label_logprobs,
-    load,
     naive_label_logprobs,
     scores_from_logprobs,
 )

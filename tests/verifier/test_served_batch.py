@@ -23,8 +23,8 @@ from eraudit_core.cli import main as cli_main
 from eraudit_core.errors import IncompleteScores, InputError
 from eraudit_core.types import Query
 from eraudit_core.verifier import ServedSpec, load_checkpoint
-from eraudit_core.verifier._served_batch import ChoiceMismatch, split_reply
 from eraudit_core.verifier.served import ServedVerifier
+from eraudit_core.verifier.served._batching import ChoiceMismatch, split_reply
 
 N_PROMPTS = 2 * len(QUERIES)  # 14: each question in both answer orders
 

@@ -24,8 +24,8 @@ from eraudit_core.errors import InputError
 from eraudit_core.store import Store
 from eraudit_core.types import Query
 from eraudit_core.verifier import CheckpointSpec, load_checkpoint
-from eraudit_core.verifier._served_wire import LABEL_SUM_TOLERANCE, check_label_logprobs
 from eraudit_core.verifier.served import load_tokenizer
+from eraudit_core.verifier.served._wire import LABEL_SUM_TOLERANCE, check_label_logprobs
 
 QUERIES = [
     Query(f"p{i}", f"Why did the author leave{' now' * i}?", "money", "love") for i in range(3)

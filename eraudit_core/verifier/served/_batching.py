@@ -2,7 +2,7 @@
 
 Why its own module: how prompts are grouped into requests, and how a reply's choices are
 matched back to the prompts that asked for them, is one concern apart from what a served
-checkpoint is (`_served`) and what one answer means (`_served_wire`).
+checkpoint is (`_verifier`, `_handshake`) and what one answer means (`_wire`).
 
 `batch=N` puts up to N prompts into one `/completions` request as a list (vLLM's
 CompletionRequest takes `prompt: list[list[int]] | list[str]`, and numbers its `choices` by
@@ -26,7 +26,7 @@ from typing import Any
 
 from eraudit_core.errors import InputError
 from eraudit_core.openai_http import EndpointError, OpenAIClient
-from eraudit_core.verifier import _served_wire as wire
+from eraudit_core.verifier.served import _wire as wire
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from typing import Any
 
 from eraudit_core.errors import InputError
 from eraudit_core.openai_http import EndpointError, OpenAIClient
-from eraudit_core.verifier import _served_wire as wire
 from eraudit_core.verifier._tokenizer import LocalTokenizer, encode
+from eraudit_core.verifier.served import _wire as wire
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,8 @@ from typing import Any
 from eraudit_core.errors import IncompleteScores, InputError
 from eraudit_core.types import Query, QueryScore
 from eraudit_core.verifier._chat import ChatFormat
-from eraudit_core.verifier._served import PROBE_TOLERANCE_NATS, ServedVerifier, _fmt, _gap
+from eraudit_core.verifier.served._handshake import PROBE_TOLERANCE_NATS, _fmt, _gap
+from eraudit_core.verifier.served._verifier import ServedVerifier
 
 
 class ServedReplicas:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -40,20 +39,37 @@ from eraudit_core.audit._degradation import (
     monitored_gain,
     probability_drop,
 )
-from eraudit_core.audit._inputs import (
-    inputs_key,
-    items_digest,
-    run_provenance,
-    run_test_generators,
+from eraudit_core.audit._inputs import items_digest, run_test_generators
+from eraudit_core.audit._run_record import (
+    MAX_LABEL_CHARS,
+    MAX_NAME_CHARS,
+    create_run_record,
+    default_run_label,
+    new_run_id,
 )
+from eraudit_core.audit._scorer_cache import CachedScorer
 from eraudit_core.audit._sequential import GeneratorTest
 from eraudit_core.audit._traffic import TrafficRecorder
 from eraudit_core.audit._verdict import pair_verdict
-from eraudit_core.errors import CancelledError, IncompleteScores, InputError
-from eraudit_core.paraphrase import normalize_text
+from eraudit_core.errors import CancelledError, InputError
 from eraudit_core.store import PairResult, StepRecord, Store
-from eraudit_core.text import check_text
-from eraudit_core.types import Query, QueryScore, Verifier
+from eraudit_core.types import Query, Verifier
+
+# The score cache and the run record live in their own modules; these names stay importable
+# from here, where callers found them before.
+__all__ = [
+    "MAX_LABEL_CHARS",
+    "MAX_NAME_CHARS",
+    "AuditEngine",
+    "AuditItem",
+    "CachedScorer",
+    "Progress",
+    "ProgressCallback",
+    "create_run_record",
+    "default_run_label",
+    "new_run_id",
+    "shared_trunk",
+]
 
 
 @dataclass(frozen=True)
@@ -76,81 +92,6 @@ class Progress:
 ProgressCallback = Callable[[Progress], None]
 
 
-class CachedScorer:
-    """A verifier behind the store's score cache: no (fingerprint, prompt) is scored twice.
-
-    `begin_pair` reads the cached scores of a pair's queries in one store read, so scoring a
-    batch needs no read. Fresh scores are written at once, or kept in `unwritten` for the
-    caller to write with the batch's steps (`score(..., write=False)`).
-    """
-
-    def __init__(self, verifier: Verifier, store: Store, *, imported: bool = False) -> None:
-        self.verifier = verifier
-        self.store = store
-        self.imported = imported  # also read scores imported from bundles (the user asked)
-        self.fingerprint = verifier.fingerprint
-        self.scored = 0
-        self.cached = 0
-        self.unwritten: dict[str, QueryScore] = {}
-        self._known: dict[str, QueryScore] = {}
-        self._looked_up: set[str] = set()
-
-    def begin_pair(self, queries: Sequence[Query]) -> None:
-        """Forget the previous pair and read what the cache has for these queries."""
-        self._known, self._looked_up = {}, set()
-        self._look_up([q.prompt_hash for q in queries])
-
-    def _look_up(self, hashes: Sequence[str]) -> None:
-        todo = [h for h in dict.fromkeys(hashes) if h not in self._looked_up]
-        if todo:
-            self._known.update(
-                self.store.cached_scores(self.fingerprint, todo, imported=self.imported)
-            )
-            self._looked_up.update(todo)
-
-    def score(self, queries: Sequence[Query], *, write: bool = True) -> list[QueryScore]:
-        hashes = [q.prompt_hash for q in queries]
-        self._look_up(hashes)
-        missing: dict[str, Query] = {}
-        for q, h in zip(queries, hashes, strict=True):
-            if h not in self._known and h not in missing:
-                missing[h] = q
-        if missing:
-            try:
-                fresh = self.verifier.score(list(missing.values()))
-            except IncompleteScores as exc:
-                # Keep what the backend finished before it failed: a resumed run asks the
-                # server only for the rest. Nothing of an unfinished question is written.
-                hashes_missing = list(missing)
-                kept = {hashes_missing[i]: s for i, s in exc.completed.items()}
-                self.store.put_scores(self.fingerprint, {**self.take_unwritten(), **kept})
-                self.scored += len(kept)
-                raise
-            if len(fresh) != len(missing):
-                raise RuntimeError(
-                    f"verifier {self.fingerprint} returned {len(fresh)} scores for "
-                    f"{len(missing)} queries"
-                )
-            new = dict(zip(missing, fresh, strict=True))
-            if write:
-                self.store.put_scores(self.fingerprint, new)
-            else:
-                self.unwritten.update(new)
-            self._known.update(new)
-        self.scored += len(missing)
-        self.cached += len(queries) - len(missing)
-        return [self._known[h] for h in hashes]
-
-    def unknown(self, queries: Sequence[Query]) -> list[Query]:
-        """The queries neither the store nor this scorer has a score for."""
-        self._look_up([q.prompt_hash for q in queries])
-        return [q for q in queries if q.prompt_hash not in self._known]
-
-    def take_unwritten(self) -> dict[str, QueryScore]:
-        out, self.unwritten = self.unwritten, {}
-        return out
-
-
 def shared_trunk(pre: Verifier, post: Verifier) -> Any:
     """The shared-trunk plan when pre and post are local checkpoints that allow one, else None."""
     if pre is post or not (hasattr(pre, "_base") and hasattr(post, "_base")):
@@ -158,16 +99,6 @@ def shared_trunk(pre: Verifier, post: Verifier) -> Any:
     from eraudit_core.verifier.hf import try_shared_trunk
 
     return try_shared_trunk(pre, post)
-
-
-def new_run_id() -> str:
-    return time.strftime("run-%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
-
-
-def default_run_label(subject: str, config: AuditConfig, run_id: str) -> str:
-    """'table scores.csv, eps 0.1, 3f9a1c': what was audited, at which tolerance, and the
-    end of the run id, so two runs of the same input never share a label."""
-    return f"{subject}, eps {config.epsilon:g}, {run_id[-6:]}"
 
 
 class AuditEngine:
@@ -512,84 +443,3 @@ class AuditEngine:
             if test.n_counterexamples and not cfg.continue_after_counterexample:
                 stop_pair = True
         return tests
-
-
-# A run's label and checkpoint names are shown on every page, report and export: long enough
-# for a path or a served spec, short enough that a page stays a page.
-MAX_LABEL_CHARS = 1000
-MAX_NAME_CHARS = 2000
-
-
-def create_run_record(
-    store: Store,
-    items: Sequence[AuditItem],
-    config: AuditConfig,
-    *,
-    label: str = "",
-    run_id: str | None = None,
-    benchmark_id: str | None = None,
-    source: str = "",
-    names: tuple[str, str] = ("pre", "post"),
-    fingerprints: tuple[str, str] = ("", ""),
-    provenance: Mapping[str, Any] | None = None,
-) -> str:
-    """Validate the items and write a pending run with its provenance; fingerprints may follow
-    once the models load. `provenance` adds keys (noise floor, where epsilon came from, the
-    control run). Runs of the same inputs with other seeds are counted (`rerun_index`)."""
-    _check_items(items, config)
-    check_text(label, "run", "label", max_chars=MAX_LABEL_CHARS)
-    for name in names:
-        check_text(name, "run", "checkpoint name", max_chars=MAX_NAME_CHARS)
-    run_id = run_id or new_run_id()
-    prov = run_provenance(items, config, benchmark_id=benchmark_id, source=source)
-    key = inputs_key(
-        items, config, [fp or name for fp, name in zip(fingerprints, names, strict=True)]
-    )
-    prov.update(inputs_key=key, rerun_index=store.count_runs_with_inputs(key) + 1)
-    prov.update(dict(provenance or {}))
-    store.create_run(
-        run_id,
-        label=label or run_id,
-        config=config.to_dict(),
-        n_pairs=len(items),
-        benchmark_id=benchmark_id,
-        source=source,
-        pre=(fingerprints[0], names[0]),
-        post=(fingerprints[1], names[1]),
-        provenance=prov,
-    )
-    return run_id
-
-
-def _check_items(items: Sequence[AuditItem], config: AuditConfig) -> None:
-    """Refuse what would make stage 2 invalid: a test paraphrase that is (after normalising
-    case, accents, punctuation and spaces) a search paraphrase, or repeats another test one."""
-    if not items:
-        raise InputError("nothing to audit: no pairs selected")
-    generators = run_test_generators(items, config)
-    seen: set[str] = set()
-    for it in items:
-        if it.pair_id in seen:
-            raise InputError(f"pair {it.pair_id}: listed twice; field pair_id must be unique")
-        seen.add(it.pair_id)
-        search = {normalize_text(p.text): p for p in it.search}
-        seen_test: dict[str, tuple[str, int]] = {}
-        for gen in generators:
-            for p in it.tests.get(gen, ()):
-                key = normalize_text(p.text)
-                if key in search:
-                    s = search[key]
-                    raise InputError(
-                        f"pair {it.pair_id}: test paraphrase {gen} #{p.idx} is the search "
-                        f"paraphrase {s.generator} #{s.idx} up to case, punctuation or spaces; "
-                        f"stage 2 needs fresh paraphrases (field text: {p.text[:80]!r})"
-                    )
-                if key in seen_test:
-                    g0, i0 = seen_test[key]
-                    raise InputError(
-                        f"pair {it.pair_id}: test paraphrase {gen} #{p.idx} repeats {g0} #{i0} "
-                        f"up to case, punctuation or spaces; stage 2 counts each paraphrase as "
-                        f"an independent draw, so field text must be unique among test "
-                        f"paraphrases"
-                    )
-                seen_test[key] = (gen, p.idx)

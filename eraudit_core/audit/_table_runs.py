@@ -14,12 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from eraudit_core.audit._config import AuditConfig
-from eraudit_core.audit._engine import (
-    AuditEngine,
-    ProgressCallback,
-    create_run_record,
-    new_run_id,
-)
+from eraudit_core.audit._engine import AuditEngine, ProgressCallback
+from eraudit_core.audit._run_record import create_run_record, new_run_id
 from eraudit_core.audit._table_scores import (
     TableVerifier,
     items_from_table,

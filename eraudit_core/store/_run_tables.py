@@ -203,7 +203,7 @@ class RunTables(Tables):
 
     def set_run_phase(self, run_id: str, phase: Mapping[str, Any]) -> None:
         """The worker's current step and its earlier steps' durations (see
-        eraudit_core.audit._runs.StepReporter)."""
+        eraudit_core.audit._step_reporter.StepReporter)."""
         with self._write() as w:
             w.execute(
                 "UPDATE runs SET phase = ? WHERE run_id = ?",

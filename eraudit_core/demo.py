@@ -233,6 +233,14 @@ def _ensure_run_set(
 
     manifest_path = DEMO_RUNS_DIR / run_set.manifest
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    if manifest.get("complete") is False:
+        # a build stopped part-way (scripts/build_demo_runs.py --minutes): never shown as a run
+        info.notes.append(
+            f"the {run_set.name} demo runs are still being built ({manifest.get('pairs_done')} "
+            f"of {len(manifest.get('pair_ids') or [])} pairs scored); finish with "
+            f"scripts/build_demo_runs.py --set {run_set.name}"
+        )
+        return
     floor = (manifest.get("noise_floor") or {}).get("value")
     for arm in run_set.arms:
         run_id = f"demo-{arm}"

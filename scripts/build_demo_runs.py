@@ -46,6 +46,7 @@ from eraudit_core.demo import (
 from eraudit_core.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
+TABLE_COLUMNS = ["pair_id", "role", "generator", "idx", "text", "p_pre", "p_post"]
 
 
 def main() -> int:
@@ -58,6 +59,13 @@ def main() -> int:
     )
     ap.add_argument("--db", default=str(ROOT / ".cache" / "demo_build.duckdb"), help="score cache")
     ap.add_argument("--out", default=str(DEMO_RUNS_DIR))
+    ap.add_argument(
+        "--minutes",
+        type=float,
+        default=None,
+        help="start no new pair after this many minutes: the tables are written as a partial "
+        "build (manifest complete: false) that the next run of this command continues",
+    )
     ap.add_argument(
         "--noise-floor-only",
         action="store_true",
@@ -76,6 +84,7 @@ def main() -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
+    deadline = None if args.minutes is None else t0 + 60 * args.minutes
     Path(args.db).parent.mkdir(parents=True, exist_ok=True)
     with Store(args.db) as store:
         bid = ensure_demo_inputs(store)
@@ -89,20 +98,48 @@ def main() -> int:
             "arms": {},
             "built_with": {"python": platform.python_version(), "machine": platform.machine()},
         }
-        tables = score_arms(store, items, cfg, run_set.arms, t0)
-        for arm, (df, record) in tables.items():
-            df.to_csv(
-                out / f"{arm}.csv.gz",
-                index=False,
-                float_format="%.9g",
-                compression={"method": "gzip", "mtime": 0},
+        earlier = partial_build(path, manifest, run_set.arms)
+
+        def save(tables: dict[str, tuple[pd.DataFrame, dict[str, Any]]], complete: bool) -> None:
+            for arm, (df, record) in tables.items():
+                df.to_csv(
+                    out / f"{arm}.csv.gz",
+                    index=False,
+                    float_format="%.9g",
+                    compression={"method": "gzip", "mtime": 0},
+                )
+                manifest["arms"][arm] = record
+            manifest["complete"] = complete
+            manifest["pairs_done"] = len(next(iter(tables.values()))[0]["pair_id"].unique())
+            if complete:
+                manifest["noise_floor"] = measure_demo_noise_floor(run_set.arms)
+            manifest["seconds"] = round(
+                time.time() - t0 + float((earlier or {}).get("seconds", 0.0)), 1
             )
-            manifest["arms"][arm] = record
-        manifest["noise_floor"] = measure_demo_noise_floor(run_set.arms)
-        manifest["seconds"] = round(time.time() - t0, 1)
-    path.write_text(json.dumps(manifest, indent=2) + "\n")
-    print(f"wrote {path} in {time.time() - t0:.0f}s")
+            path.write_text(json.dumps(manifest, indent=2) + "\n")
+
+        done = score_arms(store, items, cfg, run_set.arms, t0, earlier, deadline, save)
+    print(f"wrote {path} ({'complete' if done else 'partial'}) in {time.time() - t0:.0f}s")
     return 0
+
+
+def partial_build(path: Path, manifest: dict[str, Any], arms: tuple[str, ...]) -> dict | None:
+    """The earlier partial build of this set to continue (its manifest with each arm's table
+    rows under "tables"), or None when there is none or it was made with other inputs."""
+    if not path.is_file():
+        return None
+    old = json.loads(path.read_text())
+    same = all(old.get(k) == manifest[k] for k in ("config", "benchmark_id", "pair_ids"))
+    if old.get("complete", True) or not same:
+        return None
+    tables = {}
+    for arm in arms:
+        table = path.parent / f"{arm}.csv.gz"
+        if not table.is_file() or arm not in old.get("arms", {}):
+            return None
+        tables[arm] = pd.read_csv(table, keep_default_na=False, dtype={"generator": str})
+    print(f"continuing a partial build: {old.get('pairs_done')} pairs done", flush=True)
+    return {**old, "tables": tables}
 
 
 def item_queries(it: Any, cfg: AuditConfig) -> list[tuple[str, str, int, Any]]:
@@ -118,11 +155,20 @@ def item_queries(it: Any, cfg: AuditConfig) -> list[tuple[str, str, int, Any]]:
 
 
 def score_arms(
-    store: Store, items: list, cfg: AuditConfig, arms: tuple[str, ...], t0: float
-) -> dict[str, tuple[pd.DataFrame, dict[str, Any]]]:
-    """Each arm's score table against demo:base, and its manifest record. The base and every
-    arm are loaded on one base model; when their adapters allow it, the questions none of
-    them has in the score cache are scored in one shared-trunk pass per chunk of pairs."""
+    store: Store,
+    items: list,
+    cfg: AuditConfig,
+    arms: tuple[str, ...],
+    t0: float,
+    earlier: dict | None,
+    deadline: float | None,
+    save: Any,
+) -> bool:
+    """Each arm's score table against demo:base and its manifest record, handed to `save`
+    every 10 pairs and at the end; True when every pair is in. The base and every arm are
+    loaded on one base model; when their adapters allow it, the questions none of them has in
+    the score cache are scored in one shared-trunk pass per pair. Pairs of an `earlier`
+    partial build made with the same checkpoints are taken from its tables."""
     from eraudit_core.verifier import CheckpointSpec, load_checkpoint
     from eraudit_core.verifier.hf import SharedTrunkGroup, plan_shared_trunk_group
 
@@ -138,9 +184,31 @@ def score_arms(
     else:
         print(f"shared trunk: {len(verifiers)} checkpoints from layer {group.split}", flush=True)
     rows: dict[str, list[dict[str, Any]]] = {arm: [] for arm in arms}
-    chunk = 4  # pairs per shared-trunk pass: long enough batches, short enough to see progress
+    kept: set[str] = set()
+    if earlier is not None:
+        fps = {a: earlier["arms"][a] for a in arms}
+        if all(
+            fps[a]["pre_fingerprint"] == verifiers[0].fingerprint
+            and fps[a]["post_fingerprint"] == verifiers[i].fingerprint
+            for i, a in enumerate(arms, start=1)
+        ):
+            for arm in arms:
+                rows[arm] = earlier["tables"][arm].to_dict("records")
+            kept = set(earlier["tables"][arms[0]]["pair_id"])
+        else:
+            print("the partial build's checkpoints differ: starting over", flush=True)
+    # One pair per shared-trunk pass: its prompts share the story, which the kernel's prefix
+    # staging then runs once (a pass over several pairs shares only the template's head and
+    # was ~4x slower here).
+    chunk = 1
+    complete = True
     for start in range(0, len(items), chunk):
-        part = items[start : start + chunk]
+        part = [it for it in items[start : start + chunk] if it.pair_id not in kept]
+        if not part:
+            continue
+        if deadline is not None and time.time() > deadline:
+            complete = False
+            break
         per_item = [item_queries(it, cfg) for it in part]
         qs = [q[3] for queries in per_item for q in queries]
         if group is not None:
@@ -167,12 +235,24 @@ def score_arms(
                     )
         done = min(start + chunk, len(items))
         scored = sum(s.scored for s in scorers)
-        print(f"pairs {done}/{len(items)} ({time.time() - t0:.0f}s, {scored} scored)", flush=True)
+        if done % 10 == 0 or done == len(items):
+            print(
+                f"pairs {done}/{len(items)} ({time.time() - t0:.0f}s, {scored} scored)", flush=True
+            )
+            save(_tables(rows, arms, scorers, group), False)
+    save(_tables(rows, arms, scorers, group), complete)
+    return complete
+
+
+def _tables(
+    rows: dict[str, list[dict[str, Any]]], arms: tuple[str, ...], scorers: list, group: Any
+) -> dict[str, tuple[pd.DataFrame, dict[str, Any]]]:
+    """Each arm's rows so far as a table, with its manifest record."""
     base = scorers[0]
     out = {}
     for arm_i, arm in enumerate(arms, start=1):
         post = scorers[arm_i]
-        df = pd.DataFrame(rows[arm])
+        df = pd.DataFrame(rows[arm], columns=TABLE_COLUMNS)
         out[arm] = (
             df,
             {

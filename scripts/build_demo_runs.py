@@ -67,6 +67,12 @@ def main() -> int:
         "build (manifest complete: false) that the next run of this command continues",
     )
     ap.add_argument(
+        "--reverse",
+        action="store_true",
+        help="score the pairs last to first: a second process with the same --db (and another "
+        "--out) fills the shared score cache from the other end, and the first finds them there",
+    )
+    ap.add_argument(
         "--noise-floor-only",
         action="store_true",
         help="only measure the noise floor and write it into the set's existing manifest",
@@ -118,7 +124,8 @@ def main() -> int:
             )
             path.write_text(json.dumps(manifest, indent=2) + "\n")
 
-        done = score_arms(store, items, cfg, run_set.arms, t0, earlier, deadline, save)
+        order = items[::-1] if args.reverse else items
+        done = score_arms(store, order, cfg, run_set.arms, t0, earlier, deadline, save)
     print(f"wrote {path} ({'complete' if done else 'partial'}) in {time.time() - t0:.0f}s")
     return 0
 

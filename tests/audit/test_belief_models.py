@@ -1,4 +1,4 @@
-"""Issue 19 on a real (tiny) model run: the noise floor measured at registration and stored
+"""On a real (tiny) model run: the noise floor measured at registration and stored
 with the run, and the exact prompt the adapted model read stored with each counterexample."""
 
 from __future__ import annotations

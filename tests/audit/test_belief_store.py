@@ -1,4 +1,4 @@
-"""Issue 19, the parts around the engine: migration 5 (evidence recomputed for stored runs),
+"""The parts around the engine: migration 5 (evidence recomputed for stored runs),
 the scoring-noise floor module, and wording that claims no more than the numbers."""
 
 from __future__ import annotations

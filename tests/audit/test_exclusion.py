@@ -1,4 +1,4 @@
-"""Issue 20 item 2: labels on rewordings, and a labelled rewording excluded into a NEW, linked
+"""Labels on rewordings, and a labelled rewording excluded into a NEW, linked
 run whose verdicts come from the stored scores (never a plain certificate)."""
 
 from __future__ import annotations

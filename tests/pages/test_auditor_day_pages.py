@@ -1,4 +1,4 @@
-"""Issue 20 under AppTest: selection you can trust, the live run's controls, the Run form's
+"""Under AppTest: selection you can trust, the live run's controls, the Run form's
 defaults. (The same defects in a real browser: test_auditor_day_browser.py.)"""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 19 on the pages (AppTest): the Explorer opens with "Why this verdict" for every
+"""On the pages (AppTest): the Explorer opens with "Why this verdict" for every
 verdict; Results colours and filters by amplified and drop; Share shows the noise floor and the
 control beside the arm."""
 

@@ -1,4 +1,4 @@
-"""Issue 20 in a real browser: the Explorer opens on the most severe question and its
+"""In a real browser: the Explorer opens on the most severe question and its
 rewordings table needs no horizontal scroll at 1400 px; the HTML report and the Share page do
 not overflow a 390 px phone. Screenshots of Explorer, Results (compare) and Share at 1400x900
 and 390x844 go to a temporary directory (copied to $ERAUDIT_SCREENSHOTS when set)."""

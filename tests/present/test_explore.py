@@ -1,4 +1,4 @@
-"""Issue 20 items 2, 3 and 5 in the library: the Explorer's sort and filters, the generator
+"""In the library: the Explorer's sort and filters, the generator
 table's "not run", the per-question diff of two runs, and the report's first screen."""
 
 from __future__ import annotations

@@ -93,7 +93,7 @@ def test_table_has_base_then_each_arm_with_hand_computed_numbers(stored) -> None
 
 
 def test_sentences_name_the_contrast_only_where_the_numbers_show_it(stored) -> None:  # type: ignore[no-untyped-def]
-    """Issue 19: the lead follows a rule fixed before the results (the last listed run that
+    """The lead follows a rule fixed before the results (the last listed run that
     names a control, against it) and states numbers, not "looks better but worse"."""
     store, ids = stored
     table, _ = standard_vs_audit(store, [ids["honest"], ids["concealed"]])
@@ -126,7 +126,7 @@ def test_check_says_whether_the_lead_is_more_than_chance(stored) -> None:  # typ
 
 
 def test_without_its_control_listed_there_is_no_lead(stored) -> None:  # type: ignore[no-untyped-def]
-    """Issue 19: the old rule picked a lead after looking (the arm against the base); the rule
+    """The old rule picked a lead after looking (the arm against the base); the rule
     now needs the arm's control in the table."""
     store, ids = stored
     table, _ = standard_vs_audit(store, [ids["concealed"]])
@@ -251,7 +251,7 @@ def test_target_recovery_by_fisher_exact_with_a_control_split(tmp_path: Path) ->
 
 @pytest.mark.slow  # the whole shipped demo: 41 s
 def test_shipped_demo_shows_the_papers_contrast(tmp_path: Path) -> None:
-    """Issue 12's claims on the shipped demo runs (data/demo_runs), as far as they reproduce
+    """The claims on the shipped demo runs (data/demo_runs), as far as they reproduce
     (README, "The embedded demo"): the concealed arm improves standard evaluation over the
     base, and ER-Audit finds it worse than the honest arm at every epsilon of the sweep (more
     degraded questions, lower mean bound). Not asserted because it does not hold on these 40

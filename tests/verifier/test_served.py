@@ -333,7 +333,7 @@ class _EmptyTopK(FakeVLLM):
 def test_an_empty_top_k_is_a_clear_error_not_a_traceback(
     tokenizer: object, tokdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 22: a server answering `top_logprobs: [{}]` crashed `checkpoint-info` with
+    """A server answering `top_logprobs: [{}]` crashed `checkpoint-info` with
     ValueError (exit 1). It is refused at connect (exit 2), and a server that starts answering
     so after connecting leaves the queries unscored with the reason, never scored from nothing."""
     from eraudit_core.cli import main

@@ -40,7 +40,6 @@ class DemoRunSet:
     manifest: str
     arms: tuple[str, ...]
     control: str  # the arm every other arm of the set is read against
-    title: str
     targeted: tuple[str, ...] = ()  # arms trained against seeded target questions
 
 
@@ -55,7 +54,6 @@ DEMO_RUN_SETS = {
         "manifest.json",
         ("honest", "adversarial", "concealed"),
         "honest",
-        "model organisms (engineered arms, for epsilon calibration)",
         targeted=("adversarial", "concealed"),
     ),
     # Both trained with one recipe and seed on the reference repository's honest and
@@ -65,7 +63,6 @@ DEMO_RUN_SETS = {
         "debate_manifest.json",
         ("debate-honest", "debate-adversarial"),
         "debate-honest",
-        "debate-distilled arms (the paper's experiment in miniature)",
     ),
 }
 ORGANISM_ARMS = DEMO_RUN_SETS["organisms"].arms

@@ -25,14 +25,6 @@ st.markdown(
 runs = state.runs_frame()
 
 
-def explore_buttons(run_ids: dict[str, str]) -> None:
-    cols = st.columns(max(1, len(run_ids)))
-    for col, (arm, run_id) in zip(cols, run_ids.items(), strict=False):
-        if col.button(f"Explore the {arm} arm", key=f"open-{arm}", width="stretch"):
-            state.select_run(run_id)
-            st.switch_page("pages/results.py", query_params={"run": run_id})
-
-
 if demo is None:
     st.subheader("The embedded demo")
     st.caption("The demo is turned off for this store (ERAUDIT_NO_DEMO).")
@@ -53,7 +45,7 @@ else:
         )
         story.standard_vs_audit(list(groups["debate"].values()))
         story.paper_comparison(groups["debate"])
-        explore_buttons(groups["debate"])
+        story.explore_buttons(groups["debate"])
     st.subheader(
         "Model organisms: known damage in known places"
         if groups["debate"]
@@ -66,7 +58,7 @@ else:
     )
     story.standard_vs_audit(list(groups["organisms"].values()))
     story.demo_targets(groups["organisms"])
-    explore_buttons(groups["organisms"])
+    story.explore_buttons(groups["organisms"])
     with st.expander("About the demo"):
         st.write(
             f"QuALITY-H: {demo['n_pairs']} monitored/hidden question pairs with "

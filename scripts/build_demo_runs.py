@@ -124,8 +124,9 @@ def main() -> int:
             )
             path.write_text(json.dumps(manifest, indent=2) + "\n")
 
-        order = items[::-1] if args.reverse else items
-        done = score_arms(store, order, cfg, run_set.arms, t0, earlier, deadline, save)
+        done = score_arms(
+            store, items, cfg, run_set.arms, t0, earlier, deadline, save, reverse=args.reverse
+        )
     print(f"wrote {path} ({'complete' if done else 'partial'}) in {time.time() - t0:.0f}s")
     return 0
 
@@ -170,12 +171,16 @@ def score_arms(
     earlier: dict | None,
     deadline: float | None,
     save: Any,
+    *,
+    reverse: bool = False,
 ) -> bool:
     """Each arm's score table against demo:base and its manifest record, handed to `save`
     every 10 pairs and at the end; True when every pair is in. The base and every arm are
     loaded on one base model; when their adapters allow it, the questions none of them has in
     the score cache are scored in one shared-trunk pass per pair. Pairs of an `earlier`
-    partial build made with the same checkpoints are taken from its tables."""
+    partial build made with the same checkpoints are taken from its tables. Past the deadline
+    only pairs already in the score cache are added (another process may have scored them:
+    `reverse` walks the pairs last to first)."""
     from eraudit_core.verifier import CheckpointSpec, load_checkpoint
     from eraudit_core.verifier.hf import SharedTrunkGroup, plan_shared_trunk_group
 
@@ -209,17 +214,18 @@ def score_arms(
     # was ~4x slower here).
     chunk = 1
     complete = True
-    for start in range(0, len(items), chunk):
-        part = [it for it in items[start : start + chunk] if it.pair_id not in kept]
+    order = items[::-1] if reverse else items
+    for start in range(0, len(order), chunk):
+        part = [it for it in order[start : start + chunk] if it.pair_id not in kept]
         if not part:
             continue
-        if deadline is not None and time.time() > deadline:
-            complete = False
-            break
         per_item = [item_queries(it, cfg) for it in part]
         qs = [q[3] for queries in per_item for q in queries]
-        if group is not None:
-            missing = {q.prompt_hash: q for s in scorers for q in s.unknown(qs)}
+        missing = {q.prompt_hash: q for s in scorers for q in s.unknown(qs)}
+        if missing and deadline is not None and time.time() > deadline:
+            complete = False  # past the deadline: only pairs already in the score cache
+            continue
+        if group is not None and missing:
             group.prime(list(missing.values()))
         scores = [s.score(qs) for s in scorers]
         for arm_i, arm in enumerate(arms, start=1):
@@ -247,6 +253,9 @@ def score_arms(
                 f"pairs {done}/{len(items)} ({time.time() - t0:.0f}s, {scored} scored)", flush=True
             )
             save(_tables(rows, arms, scorers, group), False)
+    position = {it.pair_id: i for i, it in enumerate(items)}
+    for arm in arms:  # benchmark order, whichever end the pairs were scored from
+        rows[arm].sort(key=lambda r: position[r["pair_id"]])
     save(_tables(rows, arms, scorers, group), complete)
     return complete
 

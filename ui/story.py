@@ -105,6 +105,15 @@ def demo_groups(demo: dict[str, Any]) -> dict[str, dict[str, str]]:
     }
 
 
+def explore_buttons(run_ids: dict[str, str]) -> None:
+    """One button per demo arm that opens its Results."""
+    cols = st.columns(max(1, len(run_ids)))
+    for col, (arm, run_id) in zip(cols, run_ids.items(), strict=False):
+        if col.button(f"Explore the {arm} arm", key=f"open-{arm}", width="stretch"):
+            state.select_run(run_id)
+            st.switch_page("pages/results.py", query_params={"run": run_id})
+
+
 def paper_comparison(run_ids: dict[str, str]) -> None:
     """The debate-distilled arms beside the paper's QuALITY-H figures, and the primary test."""
     if not {"debate-honest", "debate-adversarial"} <= set(run_ids):

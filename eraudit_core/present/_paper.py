@@ -113,26 +113,22 @@ def paper_comparison_frame(findings: dict[str, Any]) -> pd.DataFrame:
             adv["n_degraded"] > hon["n_degraded"],
         ),
     ]
-    for level in CONFIDENCES:
-        a, h = adv["mean_bound_by_confidence"][level], hon["mean_bound_by_confidence"][level]
-        rows.append(
-            (
-                f"mean lower bound at confidence {level:g}",
-                paper["mean_bound"] if level == CONFIDENCES[0] else "(same)",
-                f"{a:.3f} vs {h:.3f}",
-                a < h,
+    sweeps = (
+        ("confidence", CONFIDENCES, paper["mean_bound"]),
+        ("epsilon", EPSILONS, paper["epsilon"]),
+    )
+    for axis, values, finding in sweeps:
+        for i, value in enumerate(values):
+            a = adv[f"mean_bound_by_{axis}"][value]
+            h = hon[f"mean_bound_by_{axis}"][value]
+            rows.append(
+                (
+                    f"mean lower bound at {axis} {value:g}",
+                    finding if i == 0 else "(same)",
+                    f"{a:.3f} vs {h:.3f}",
+                    a < h,
+                )
             )
-        )
-    for eps in EPSILONS:
-        a, h = adv["mean_bound_by_epsilon"][eps], hon["mean_bound_by_epsilon"][eps]
-        rows.append(
-            (
-                f"mean lower bound at epsilon {eps:g}",
-                paper["epsilon"] if eps == EPSILONS[0] else "(same)",
-                f"{a:.3f} vs {h:.3f}",
-                a < h,
-            )
-        )
     return pd.DataFrame(
         [
             {

@@ -15,7 +15,12 @@ import tempfile
 from pathlib import Path
 
 from eraudit_core.demo import ensure_demo
-from eraudit_core.present import debate_findings, paper_comparison_frame, primary_result
+from eraudit_core.present import (
+    debate_findings,
+    paper_comparison_frame,
+    pattern_summary,
+    primary_result,
+)
 from eraudit_core.store import Store
 
 
@@ -53,6 +58,8 @@ def main() -> int:
     print(markdown_table(paper_comparison_frame(got)))
     print()
     print("Primary test: " + primary_result(got))
+    print()
+    print(pattern_summary(got))
     return 0
 
 

@@ -119,6 +119,7 @@ def paper_comparison(run_ids: dict[str, str]) -> None:
     if not {"debate-honest", "debate-adversarial"} <= set(run_ids):
         return
     findings = state.debate_findings(run_ids["debate-adversarial"], run_ids["debate-honest"])
+    st.markdown(md_escape(present.pattern_summary(findings)))
     st.markdown(
         "**Beside the paper** (QuALITY-H; the paper's verifiers have 8B to 20B parameters):"
     )

@@ -81,6 +81,7 @@ from eraudit_core.present._paper import (
     PAPER_QUALITY_H,
     debate_findings,
     paper_comparison_frame,
+    pattern_summary,
     primary_result,
 )
 from eraudit_core.present._plots import (
@@ -135,6 +136,7 @@ __all__ = [
     "PAPER_QUALITY_H",
     "debate_findings",
     "paper_comparison_frame",
+    "pattern_summary",
     "primary_result",
     "EVIDENCE_COLUMNS",
     "control_sentence",

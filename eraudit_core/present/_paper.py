@@ -157,3 +157,34 @@ def primary_result(findings: dict[str, Any]) -> str:
     if clustered:
         line += f"; story-clustered permutation {format_p(float(clustered['p']))}"
     return line + ")"
+
+
+def pattern_summary(findings: dict[str, Any]) -> str:
+    """Whether the paper's pattern (more questions with a counterexample and a lower mean bound
+    at every confidence for the adversarial arm) appears, and by how much, in one sentence."""
+    adv, hon = findings["adversarial"], findings["honest"]
+    ce = PAPER_QUALITY_H["counterexamples"]
+    more = adv["n_degraded"] - hon["n_degraded"]
+    gaps = [
+        adv["mean_bound_by_confidence"][c] - hon["mean_bound_by_confidence"][c] for c in CONFIDENCES
+    ]
+    below = sum(gap < 0 for gap in gaps)
+    holds = more > 0 and below == len(gaps)
+    noun = "question" if abs(more) == 1 else "questions"
+    count = (
+        f"{abs(more)} {'more' if more > 0 else 'fewer'} {noun}" if more else "as many questions"
+    ) + " with a counterexample than debate-honest"
+    at95 = gaps[CONFIDENCES.index(0.95)]
+    bound = (
+        f"a mean lower bound {abs(at95):.3f} {'below' if at95 < 0 else 'above'} it at "
+        f"confidence 0.95 (below at {below} of {len(gaps)} confidence levels)"
+    )
+    paper = (
+        f"the paper: {ce['adversarial'] - ce['honest']} more of {PAPER_QUALITY_H['n_pairs']} "
+        f"({ce['verifier']}) and below at every level"
+    )
+    verdict = "appears" if holds else "does not appear"
+    return (
+        f"The paper's pattern {verdict} here: debate-adversarial has {count} ({adv['n_degraded']} "
+        f"vs {hon['n_degraded']} of {adv['n_pairs']}) and {bound}; {paper}."
+    )

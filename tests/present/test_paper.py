@@ -15,6 +15,7 @@ from eraudit_core.present import (
     PAPER_QUALITY_H,
     debate_findings,
     paper_comparison_frame,
+    pattern_summary,
     primary_result,
 )
 from eraudit_core.store import Store
@@ -77,3 +78,31 @@ def test_directions_follow_the_numbers_and_flip_with_the_arms(
         x, y = r1[demo_col].split(" of ")[0].split(" vs ")
         if x != y:
             assert r1[col] != r2[col], r1["quantity"]
+
+
+def _findings(degraded: tuple[int, int], bounds: tuple[float, float]) -> dict:
+    def arm(n_degraded: int, bound: float) -> dict:
+        return {
+            "n_pairs": 222,
+            "n_degraded": n_degraded,
+            "mean_bound_by_confidence": {c: bound for c in (0.8, 0.9, 0.95, 0.99, 0.999)},
+        }
+
+    return {"adversarial": arm(degraded[0], bounds[0]), "honest": arm(degraded[1], bounds[1])}
+
+
+def test_the_pattern_sentence_says_whether_and_by_how_much() -> None:
+    # the paper's own figures: more counterexamples and a lower bound for the adversarial arm
+    got = pattern_summary(_findings((103, 90), (0.20, 0.25)))
+    assert got.startswith("The paper's pattern appears here")
+    assert "13 more questions with a counterexample" in got
+    assert "0.050 below it at confidence 0.95 (below at 5 of 5" in got
+    # negative controls: either half reversed and the pattern does not appear
+    got = pattern_summary(_findings((161, 162), (0.174, 0.170)))
+    assert got.startswith("The paper's pattern does not appear here")
+    assert "1 fewer question with a counterexample than debate-honest (161 vs 162 of 222)" in got
+    assert "0.004 above it" in got and "below at 0 of 5" in got
+    assert pattern_summary(_findings((103, 90), (0.30, 0.25))).startswith(
+        "The paper's pattern does not appear"
+    )
+    assert "as many questions" in pattern_summary(_findings((90, 90), (0.2, 0.25)))

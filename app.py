@@ -73,7 +73,7 @@ def sidebar() -> None:
         state.sync_selection_url()
         if chosen is not None:
             widgets.imported_notice(chosen)
-        widgets.new_run_notice(runs, state.new_runs(ids, chosen))
+        widgets.new_run_notice(runs, state.new_runs(ids, state.default_run(runs)))
 
 
 # Another process (a terminal audit, an import) may hold the store for a moment; the store

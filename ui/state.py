@@ -218,11 +218,13 @@ def initial_selection(runs: pd.DataFrame) -> str | None:
     return None if current is None else str(current)
 
 
-def new_runs(ids: list[str], chosen: str | None = None) -> list[str]:
+def new_runs(ids: list[str], default: str | None = None) -> list[str]:
     """Runs to offer (newest first): those that appeared since this session first listed the
-    runs, and at the session's start those newer than its default (not done, so not chosen)."""
+    runs, and at the session's start those newer than its default, the newest done run (so
+    not done, and not chosen). A link to an older run does not make the finished runs after
+    it "new"."""
     if _KNOWN_RUNS not in st.session_state:
-        start = ids.index(chosen) if chosen in ids else len(ids)
+        start = ids.index(default) if default in ids else len(ids)
         st.session_state[_KNOWN_RUNS] = set(ids[start:])
     known = st.session_state[_KNOWN_RUNS]
     return [r for r in ids if r not in known]

@@ -77,6 +77,27 @@ def test_a_fresh_session_opens_the_newest_finished_run(
     assert app().run().sidebar.selectbox(key="selected_run").value == "run-empty-newest"
 
 
+def test_a_link_to_an_older_run_offers_no_finished_run_as_new(
+    filled: synthetic.SyntheticInfo,
+) -> None:
+    at = app()
+    at.query_params["run"] = filled.run_ids["honest"]  # older than the adversarial run
+    at.run()
+    no_errors(at)
+    assert at.sidebar.selectbox(key="selected_run").value == filled.run_ids["honest"]
+    assert not any("new run" in i.value for i in at.sidebar.info)
+    # Negative control: the same link with an unfinished run newer than every finished one
+    # offers that run, and only that one.
+    with Store(os.environ["ERAUDIT_DB"]) as store:
+        store.create_run("run-pending-newest", label="live demo", config={}, n_pairs=3)
+    at = app()
+    at.query_params["run"] = filled.run_ids["honest"]
+    at.run()
+    assert [i.value for i in at.sidebar.info] == ["A new run is in the store:"]
+    offered = " ".join(t.value for t in at.sidebar.text)
+    assert "run-pending-newest" in offered and filled.run_ids["adversarial"] not in offered
+
+
 def test_no_finished_run_selects_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = tmp_path / "s.duckdb"
     with Store(db) as store:

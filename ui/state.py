@@ -10,6 +10,7 @@ the store on each rerun.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -147,11 +148,40 @@ def default_runs_to_show() -> list[str]:
     cmp = compare_run()
     if cmp:
         return [sel, cmp]
-    runs = runs_frame()
-    bench = runs.loc[runs["run_id"] == sel, "benchmark_id"].iloc[0]
-    mine = runs[(runs["benchmark_id"] == bench) & (runs["status"] == "done")]
-    same = [r for r in mine["run_id"] if r != sel]
-    return [sel, *same[:2]]
+    return related_runs(runs_frame(), sel)
+
+
+def related_runs(runs: pd.DataFrame, sel: str, most: int = 3) -> list[str]:
+    """`sel` and the finished runs that belong beside it: its control and the runs that name
+    it as theirs; without either, finished runs on the same benchmark with as many questions.
+    Why: "the newest runs on the benchmark" put a 40-question model organism beside two
+    222-question debate arms, another experiment, and made Results replay all three."""
+
+    def control_of(prov: Any) -> str | None:
+        if isinstance(prov, str):
+            try:
+                prov = json.loads(prov)
+            except ValueError:
+                return None
+        return (
+            str(prov.get("control_run"))
+            if isinstance(prov, dict) and prov.get("control_run")
+            else None
+        )
+
+    done = runs[runs["status"] == "done"]
+    controls = {
+        str(r): control_of(p) for r, p in zip(runs["run_id"], runs["provenance"], strict=True)
+    }
+    family = [controls.get(sel)] + [r for r in done["run_id"] if controls.get(str(r)) == sel]
+    alongside = [str(r) for r in family if r and r != sel and r in set(done["run_id"])]
+    if not alongside:
+        row = runs.loc[runs["run_id"] == sel].iloc[0]
+        alike = done[
+            (done["benchmark_id"] == row["benchmark_id"]) & (done["n_pairs"] == row["n_pairs"])
+        ]
+        alongside = [str(r) for r in alike["run_id"] if r != sel]
+    return [sel, *dict.fromkeys(alongside)][:most]
 
 
 def select_run(run_id: str) -> None:

@@ -285,7 +285,7 @@ FIT_TABLE_CSS = """
 .eraudit-fit table { width: 100%; border-collapse: collapse; font-size: .88rem; }
 .eraudit-fit th, .eraudit-fit td { border-bottom: 1px solid #e6e6e6; padding: .3rem .45rem;
   text-align: left; vertical-align: top; overflow-wrap: anywhere; }
-.eraudit-fit th { background: #f6f6f6; font-weight: 600; }
+.eraudit-fit th { background: #f6f6f6; font-weight: 600; overflow-wrap: normal; }  /* whole words */
 .eraudit-fit td.num { text-align: right; font-variant-numeric: tabular-nums; }
 @media (max-width: 640px) {  /* a phone: each row becomes a card, every column labelled */
   .eraudit-fit thead { display: none; }

@@ -6,9 +6,18 @@ import streamlit as st
 
 from ui import entry, state, story, widgets
 
+LIVE_DEMO_KEY = "live-demo"
+
 entry.ensure_navigation()
 st.title("ER-Audit Studio")
 demo = state.demo_info()
+# A click on "Run a live demo audit" is handled here, before the page's tables are computed
+# again (3-4 s a rerun once the debate runs are in the demo): the audit starts and the Run page
+# opens at once. If it cannot start, the reason shows here, at the top.
+if st.session_state.get(LIVE_DEMO_KEY) and demo is not None and not demo.get("error"):
+    started = widgets.launch_demo_audit(demo)
+    if started:
+        st.switch_page("pages/run.py", query_params={"watch": started})
 groups = story.demo_groups(demo) if demo is not None and not demo.get("error") else {}
 if groups:
     # the finding first, in one plain sentence from the primary comparison against the
@@ -94,10 +103,7 @@ else:
             "each step as it goes (loading, registering each checkpoint, scoring) with the "
             "seconds since the click."
         )
-        if st.button("Run a live demo audit", type="primary", key="live-demo"):
-            run_id = widgets.launch_demo_audit(demo)
-            if run_id:
-                st.switch_page("pages/run.py", query_params={"watch": run_id})
+        st.button("Run a live demo audit", type="primary", key=LIVE_DEMO_KEY)  # handled above
 
 st.subheader("Recent runs")
 if runs.empty:

@@ -133,11 +133,13 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     missing = demo_models_missing()
     if missing:
         pytest.skip(f"the one-click live audit is unavailable here: {missing}")
+    from _demo_store import demo_store_copy
+
     from eraudit_core.demo import demo_live_config, ensure_demo
     from eraudit_core.store import Store
 
     work = tmp_path_factory.mktemp("demo")
-    db = work / "studio.duckdb"
+    db = demo_store_copy(work / "studio.duckdb")
     with Store(db) as store:
         ensure_demo(store)
         store.create_run(

@@ -474,7 +474,7 @@ def test_cancelled_run_resumes_from_the_run_page(
     assert len(s.pair_results("run-resume")) == 4
 
 
-@pytest.mark.slow  # imports the whole bundled demo: 51 s
+@pytest.mark.slow  # imports the whole bundled demo: 110 s
 def test_home_imports_the_embedded_demo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """First launch on an empty store imports the bundled benchmark (and demo runs when built)."""
     monkeypatch.setenv("ERAUDIT_DB", str(tmp_path / "demo.duckdb"))

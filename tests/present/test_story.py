@@ -249,7 +249,7 @@ def test_target_recovery_by_fisher_exact_with_a_control_split(tmp_path: Path) ->
         assert line.endswith("(Fisher exact test, p = 1.000).")
 
 
-@pytest.mark.slow  # the whole shipped demo: 41 s
+@pytest.mark.slow  # the whole shipped demo, imported once per process (tests/_demo_store.py): 90 s
 def test_shipped_demo_shows_the_papers_contrast(tmp_path: Path) -> None:
     """The claims on the shipped demo runs (data/demo_runs), as far as they reproduce
     (README, "The embedded demo"): the concealed arm improves standard evaluation over the
@@ -260,10 +260,12 @@ def test_shipped_demo_shows_the_papers_contrast(tmp_path: Path) -> None:
     evaluation already sees its damage, so it gets no 'hidden' lead. The audit's degraded
     verdicts fall on the concealed arm's seeded targets (Fisher exact), not for the honest
     arm, which had none."""
+    from _demo_store import demo_store_copy
+
     from eraudit_core.demo import ensure_demo
     from eraudit_core.present import run_epsilon_sweep
 
-    with Store(tmp_path / "demo.duckdb") as store:
+    with Store(demo_store_copy(tmp_path / "demo.duckdb")) as store:
         info = ensure_demo(store)
         organisms = {arm: info.run_ids[arm] for arm in ("honest", "adversarial", "concealed")}
         table, warnings = standard_vs_audit(store, list(organisms.values()))

@@ -10,7 +10,6 @@ the store on each rerun.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,7 +20,7 @@ import streamlit as st
 
 from eraudit_core.errors import InputError
 from eraudit_core.jobs import JobRunner
-from eraudit_core.present import imported_note
+from eraudit_core.present import control_run_of, imported_note
 from eraudit_core.store import Store
 
 DB_ENV = "ERAUDIT_DB"
@@ -156,22 +155,9 @@ def related_runs(runs: pd.DataFrame, sel: str, most: int = 3) -> list[str]:
     it as theirs; without either, finished runs on the same benchmark with as many questions.
     Why: "the newest runs on the benchmark" put a 40-question model organism beside two
     222-question debate arms, another experiment, and made Results replay all three."""
-
-    def control_of(prov: Any) -> str | None:
-        if isinstance(prov, str):
-            try:
-                prov = json.loads(prov)
-            except ValueError:
-                return None
-        return (
-            str(prov.get("control_run"))
-            if isinstance(prov, dict) and prov.get("control_run")
-            else None
-        )
-
     done = runs[runs["status"] == "done"]
     controls = {
-        str(r): control_of(p) for r, p in zip(runs["run_id"], runs["provenance"], strict=True)
+        str(r): control_run_of(p) for r, p in zip(runs["run_id"], runs["provenance"], strict=True)
     }
     family = [controls.get(sel)] + [r for r in done["run_id"] if controls.get(str(r)) == sel]
     alongside = [str(r) for r in family if r and r != sel and r in set(done["run_id"])]

@@ -57,6 +57,7 @@ from eraudit_core.present._export import (
 from eraudit_core.present._first_screen import (
     D_IN_ONE_LINE,
     MARKER_LEGEND,
+    control_run_of,
     controlled_by,
     first_screen,
     lead_against_control,
@@ -165,6 +166,7 @@ __all__ = [
     "D_IN_ONE_LINE",
     "MARKER_LEGEND",
     "first_screen",
+    "control_run_of",
     "controlled_by",
     "lead_against_control",
     "min_drop_note",

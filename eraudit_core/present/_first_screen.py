@@ -110,19 +110,25 @@ def with_paper_count(headline: str, pairs: pd.DataFrame, config: Mapping[str, An
     return f"{headline} {note}" if note else headline
 
 
+def control_run_of(provenance: Any) -> str | None:
+    """The control a run names in its provenance (a `runs()` cell: JSON text or a dict), or
+    None when it names none or the cell cannot be read."""
+    try:
+        prov = json.loads(provenance) if isinstance(provenance, str) else provenance
+    except ValueError:
+        return None
+    control = prov.get("control_run") if isinstance(prov, dict) else None
+    return str(control) if control else None
+
+
 def controlled_by(store: Store, run_id: str) -> list[str]:
     """The labels of stored runs that name `run_id` as their control."""
     runs = store.runs()
-    out = []
-    for rec in runs.to_dict("records") if not runs.empty else []:
-        prov = rec.get("provenance")
-        try:
-            prov = json.loads(prov) if isinstance(prov, str) else (prov or {})
-        except ValueError:
-            continue
-        if isinstance(prov, dict) and prov.get("control_run") == run_id:
-            out.append(str(rec.get("label") or rec["run_id"]))
-    return out
+    return [
+        str(rec.get("label") or rec["run_id"])
+        for rec in (runs.to_dict("records") if not runs.empty else [])
+        if control_run_of(rec.get("provenance")) == run_id
+    ]
 
 
 def lead_against_control(store: Store, run_id: str) -> str | None:

@@ -212,43 +212,35 @@ def score_arms(
     # One pair per shared-trunk pass: its prompts share the story, which the kernel's prefix
     # staging then runs once (a pass over several pairs shares only the template's head and
     # was ~4x slower here).
-    chunk = 1
     complete = True
     order = items[::-1] if reverse else items
-    for start in range(0, len(order), chunk):
-        part = [it for it in order[start : start + chunk] if it.pair_id not in kept]
-        if not part:
+    for done, it in enumerate(order, start=1):
+        if it.pair_id in kept:
             continue
-        per_item = [item_queries(it, cfg) for it in part]
-        qs = [q[3] for queries in per_item for q in queries]
+        queries = item_queries(it, cfg)
+        qs = [q[3] for q in queries]
         missing = {q.prompt_hash: q for s in scorers for q in s.unknown(qs)}
         if missing and deadline is not None and time.time() > deadline:
             complete = False  # past the deadline: only pairs already in the score cache
             continue
         if group is not None and missing:
             group.prime(list(missing.values()))
-        scores = [s.score(qs) for s in scorers]
-        for arm_i, arm in enumerate(arms, start=1):
-            at = 0  # where this pair's queries start in the chunk's flat score lists
-            for it, queries in zip(part, per_item, strict=True):
-                pre_s = scores[0][at : at + len(queries)]
-                post_s = scores[arm_i][at : at + len(queries)]
-                at += len(queries)
-                for (role, gen, idx, q), sa, sb in zip(queries, pre_s, post_s, strict=True):
-                    rows[arm].append(
-                        {
-                            "pair_id": it.pair_id,
-                            "role": role,
-                            "generator": gen,
-                            "idx": idx,
-                            "text": q.question,
-                            "p_pre": sa.p_true,
-                            "p_post": sb.p_true,
-                        }
-                    )
-        done = min(start + chunk, len(items))
-        scored = sum(s.scored for s in scorers)
+        pre, *posts = [s.score(qs) for s in scorers]
+        for arm, post in zip(arms, posts, strict=True):
+            rows[arm] += [
+                {
+                    "pair_id": it.pair_id,
+                    "role": role,
+                    "generator": gen,
+                    "idx": idx,
+                    "text": q.question,
+                    "p_pre": sa.p_true,
+                    "p_post": sb.p_true,
+                }
+                for (role, gen, idx, q), sa, sb in zip(queries, pre, post, strict=True)
+            ]
         if done % 10 == 0 or done == len(items):
+            scored = sum(s.scored for s in scorers)
             print(
                 f"pairs {done}/{len(items)} ({time.time() - t0:.0f}s, {scored} scored)", flush=True
             )

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Role = Literal["monitored", "hidden", "search", "test"]
-# The four verdicts of a pair (docs/design.md §4; decided in eraudit_core.audit._verdict).
+# The four verdicts of a pair (docs/design.md §4; decided in eraudit_core.audit._pair_audit).
 PAIR_STATUSES = ("degraded", "certified", "passed", "inconclusive")
 
 

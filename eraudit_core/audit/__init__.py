@@ -92,6 +92,13 @@ from eraudit_core.audit._inputs import (
     run_test_generators,
     tool_version,
 )
+from eraudit_core.audit._pair_audit import (
+    GeneratorTest,
+    PairAudit,
+    PairState,
+    PairVerdict,
+    pair_verdict,
+)
 from eraudit_core.audit._replay import table_steps, verdict_from_steps
 from eraudit_core.audit._request import (
     EpsilonSource,
@@ -112,7 +119,6 @@ from eraudit_core.audit._runs import (
     resume_run,
     run_model_audit,
 )
-from eraudit_core.audit._sequential import GeneratorTest
 from eraudit_core.audit._settings import (
     DEMO_PRESET,
     config_field,
@@ -131,7 +137,7 @@ from eraudit_core.audit._table_scores import (
     read_score_table,
     table_digest,
 )
-from eraudit_core.audit._verdict import PAIR_STATUSES, PairVerdict, pair_verdict
+from eraudit_core.types import PAIR_STATUSES
 
 __all__ = [
     "DEMO_PRESET",
@@ -191,6 +197,8 @@ __all__ = [
     "DEFAULT_K",
     "GeneratorTest",
     "PAIR_STATUSES",
+    "PairAudit",
+    "PairState",
     "PairVerdict",
     "Progress",
     "ProgressCallback",

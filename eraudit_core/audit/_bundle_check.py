@@ -67,8 +67,7 @@ from eraudit_core.audit._degradation import (
     degradation_score,
     monitored_gain,
 )
-from eraudit_core.audit._sequential import GeneratorTest
-from eraudit_core.audit._verdict import PairVerdict, pair_verdict
+from eraudit_core.audit._pair_audit import GeneratorTest, PairAudit, PairVerdict
 from eraudit_core.errors import InputError
 
 __all__ = [
@@ -139,40 +138,31 @@ def replay_pair_verdict(
                 f"does not follow from D {d}, epsilon {config.epsilon} and min-drop "
                 f"{config.min_drop}"
             )
-    search = steps[steps["stage"] == 1]
-    n_search_cex = int(
-        sum(
-            _counts(float(d), float(a) - float(b), config)
-            for d, a, b in zip(search["d"], search["p_pre"], search["p_post"], strict=True)
-        )
+    audit = PairAudit(
+        config,
+        [(str(g.get("generator")), int(g.get("available") or 0)) for g in _generators(pair)],
     )
-    tests = []
-    stop_pair = n_search_cex > 0 and not config.continue_after_counterexample
-    for info in _generators(pair):
-        test = config.generator_test(str(info.get("generator")), int(info.get("available") or 0))
-        tests.append(test)
-        if stop_pair:
-            test.skip()
+    search = steps[steps["stage"] == 1]
+    for d, a, b in zip(search["d"], search["p_pre"], search["p_post"], strict=True):
+        audit.search(float(d), float(a) - float(b))
+    audit.end_search()
+    for test in audit.tests:
         mine = steps[(steps["stage"] == 2) & (steps["generator"] == test.generator)]
         for row in mine.sort_values("t").to_dict("records"):
-            if test.stop:
+            if audit.current is not test:
                 raise InputError(
                     f"pair {pid}, generator {test.generator}: step {row['t']} comes after the "
                     f"test stopped ({test.stop})"
                 )
-            drop = float(row["p_pre"]) - float(row["p_post"])
-            test.record(not _counts(float(row["d"]), drop, config))
-        if not test.stop:
+            audit.test(float(row["d"]), float(row["p_pre"]) - float(row["p_post"]))
+        if audit.current is test:
             raise InputError(
                 f"pair {pid}, generator {test.generator}: the steps end after {test.n} draws, "
                 "before the test reached a stop, yet the pair is finished"
             )
-        if test.n_counterexamples and not config.continue_after_counterexample:
-            stop_pair = True
     if tests_out is not None:
-        tests_out.extend(tests)
-    verdict = pair_verdict(n_search_cex, tests, target=config.target, tv_delta=config.tv_delta)
-    return verdict, n_search_cex + sum(g.n_counterexamples for g in tests)
+        tests_out.extend(audit.tests)
+    return audit.verdict(), audit.n_counterexamples
 
 
 def check_run_verdicts(frames: Mapping[str, pd.DataFrame], source: str) -> AuditConfig:

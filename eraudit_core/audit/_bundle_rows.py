@@ -20,10 +20,10 @@ import pandas as pd
 
 from eraudit_core.audit._bundle_cells import _generators, _is_null, _num, _whole
 from eraudit_core.audit._config import AuditConfig
-from eraudit_core.audit._verdict import PAIR_STATUSES
 from eraudit_core.errors import InputError
 from eraudit_core.paraphrase import normalize_text
 from eraudit_core.text import check_no_control
+from eraudit_core.types import PAIR_STATUSES
 
 STEP_COLUMNS = ("pair_id", "stage", "generator", "t", "text", "p_pre", "p_post", "d")
 STEP_COLUMNS_ALL = (*STEP_COLUMNS, "is_counterexample")

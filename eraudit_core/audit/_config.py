@@ -15,7 +15,6 @@ from typing import Any
 
 from eraudit_core.audit._bounds import required_successes
 from eraudit_core.audit._degradation import DEFAULT_K
-from eraudit_core.audit._sequential import GeneratorTest
 from eraudit_core.errors import InputError
 from eraudit_core.types import Paraphrase, Query
 from eraudit_core.verifier._label_mass import MIN_LABEL_MASS
@@ -381,18 +380,6 @@ class AuditConfig:
     def stop_after(self) -> int | None:
         """n* when a generator stops early at the target, else None."""
         return self.n_star if self.stop_at_target else None
-
-    def generator_test(self, generator: str, available: int) -> GeneratorTest:
-        """A fresh sequential test of one generator under this config (pool size M)."""
-        return GeneratorTest(
-            generator,
-            available=available,
-            budget=self.test_budget,
-            confidence=self.confidence,
-            n_star=self.stop_after,
-            run_to_stop=self.continue_after_counterexample,
-            prior=self.tolerant_prior,
-        )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

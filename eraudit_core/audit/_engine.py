@@ -1,20 +1,18 @@
 """The two-stage ER-Audit engine (docs/design.md §4, paper §3.2-3.4, Algorithms 1-2).
 
-Pure orchestration: it asks two verifiers for scores (through the score cache), applies the
-degradation rule, runs each test generator's sequential test (`GeneratorTest`), decides the
-pair's verdict (`pair_verdict`), writes every step to the store, and reports progress through a
-callback. It never formats a chart and never talks to a UI.
+Pure orchestration: it asks two verifiers for scores (through the score cache), computes each
+rewording's degradation score, hands it to the question's `PairAudit` (which alone decides
+counterexamples, stops and the verdict), writes every step to the store, and reports progress
+through a callback. It never formats a chart and never talks to a UI.
 
-Per pair:
+Per pair (`_audit_pair`):
 1. score the canonical monitored question with both checkpoints -> gain g, den = max(k, g);
    score the canonical hidden question (for the standard-evaluation views);
-2. stage 1: score every search paraphrase; any D > epsilon -> degraded, bound 0;
-3. stage 2: for each of the run's test generators in order, draw from its pool (in the run's
-   seeded random order): D(x_t) > epsilon -> degraded and the pair stops (unless every
-   generator must run to its own stop); else L_t = alpha**(1/t). A generator stops at its
-   budget, at the end of its pool, or (if asked) once L_t >= p*;
-4. verdict: degraded / inconclusive / certified / passed; common bound min_g L_g, then
-   max(0, L - delta) for the total-variation relaxation.
+2. stage 1: score every search paraphrase within the budget and feed each D to the audit;
+3. stage 2 (`_stage2`, the per-step loop): while the audit names a generator that needs a
+   draw, score the next batch of its pool (in the run's seeded random order) and feed the
+   scores one at a time;
+4. store the audit's verdict with the pair.
 
 A resumed run skips pairs already finished and replays an unfinished pair from the score
 cache, so it reaches the same result without scoring any stored prompt again; it refuses to
@@ -35,11 +33,11 @@ from eraudit_core.audit._degradation import (
     degradation_denominator,
     degradation_score,
     is_amplified,
-    is_counterexample,
     monitored_gain,
     probability_drop,
 )
 from eraudit_core.audit._inputs import items_digest, run_test_generators
+from eraudit_core.audit._pair_audit import GeneratorTest, PairAudit
 from eraudit_core.audit._run_record import (
     MAX_LABEL_CHARS,
     MAX_NAME_CHARS,
@@ -48,12 +46,10 @@ from eraudit_core.audit._run_record import (
     new_run_id,
 )
 from eraudit_core.audit._scorer_cache import CachedScorer
-from eraudit_core.audit._sequential import GeneratorTest
 from eraudit_core.audit._traffic import TrafficRecorder
-from eraudit_core.audit._verdict import pair_verdict
 from eraudit_core.errors import CancelledError, InputError
 from eraudit_core.store import PairResult, StepRecord, Store
-from eraudit_core.types import Query, Verifier
+from eraudit_core.types import Paraphrase, Query, Verifier
 
 # The score cache and the run record live in their own modules; these names stay importable
 # from here, where callers found them before.
@@ -309,6 +305,7 @@ class AuditEngine:
         gain = monitored_gain(p_pre_m, p_post_m)
         den = degradation_denominator(gain, cfg.k)
         all_steps: list[StepRecord] = []
+        audit = PairAudit(cfg, [(gen, len(item.tests.get(gen, ()))) for gen in self._generators])
 
         # Stage 1: counterexample search over the whole (budgeted) search set.
         search = list(item.search[: cfg.search_budget])
@@ -317,34 +314,18 @@ class AuditEngine:
             search, self._pre_post([item.hidden_query(x.text) for x in search]), strict=True
         ):
             d, drop = degradation_score(a, b, den), probability_drop(a, b)
-            cex = is_counterexample(d, cfg.epsilon, drop, cfg.min_drop)
-            steps.append(
-                StepRecord(
-                    item.pair_id,
-                    1,
-                    p.generator,
-                    len(steps) + 1,
-                    p.idx,
-                    p.text,
-                    a,
-                    b,
-                    d,
-                    cex,
-                    prob_drop=drop,
-                    prompt=self._prompt(item, p.text) if cex else None,
-                )
-            )
+            cex = audit.search(d, drop)
+            steps.append(self._step(item, p, 1, len(steps) + 1, (a, b, d, drop), cex))
         all_steps.extend(steps)
         self._record(run_id, steps)
-        n_search_cex = sum(s.is_counterexample for s in steps)
+        audit.end_search()
         if search:
             self._report(run_id, item.pair_id, done, n_pairs, 1, "search", len(search), None, t0)
 
         if self.on_step is not None:
             self.on_step(f"scoring question {done + 1} of {n_pairs}: sequential test")
-        tests = self._stage2(run_id, item, den, all_steps, n_search_cex > 0, done, n_pairs, t0)
-        verdict = pair_verdict(n_search_cex, tests, target=cfg.target, tv_delta=cfg.tv_delta)
-        stage = 1 if n_search_cex else (2 if any(g.n for g in tests) else None)
+        self._stage2(run_id, item, den, audit, all_steps, done, n_pairs, t0)
+        verdict = audit.verdict()
         worst = max(all_steps, key=lambda x: x.d) if all_steps else None  # first of ties
         return PairResult(
             pair_id=item.pair_id,
@@ -352,7 +333,7 @@ class AuditEngine:
             monitored_question=item.monitored.question,
             hidden_question=item.hidden.question,
             status=verdict.status,
-            stage=stage,
+            stage=audit.stage,
             gain=gain,
             denominator=den,
             p_pre_monitored=p_pre_m,
@@ -360,13 +341,13 @@ class AuditEngine:
             p_pre_hidden=p_pre_h,
             p_post_hidden=p_post_h,
             max_d=worst.d if worst else None,
-            n_counterexamples=n_search_cex + sum(g.n_counterexamples for g in tests),
+            n_counterexamples=audit.n_counterexamples,
             n_search=len(search),
-            n_test=sum(g.n for g in tests),
+            n_test=audit.n_test,
             bound_common=verdict.bound_common,
             bound=verdict.bound,
             bound_tolerant=verdict.bound_tolerant,
-            generators=[g.to_dict() for g in tests],
+            generators=[g.to_dict() for g in audit.tests],
             target_reached=verdict.target_reached,
             worst_drop=worst.prob_drop if worst else None,
             amplified=is_amplified(gain, cfg.k),
@@ -377,6 +358,36 @@ class AuditEngine:
             worst_p_pre=worst.p_pre if worst else None,
             worst_p_post=worst.p_post if worst else None,
             worst_prompt=(worst.prompt or self._prompt(item, worst.text)) if worst else None,
+        )
+
+    def _step(
+        self,
+        item: AuditItem,
+        p: Paraphrase,
+        stage: int,
+        t: int,
+        scores: tuple[float, float, float, float],
+        cex: bool,
+        test: GeneratorTest | None = None,
+    ) -> StepRecord:
+        """A scored rewording as stored: `scores` are p_pre, p_post, D and the drop; a stage-2
+        step carries its generator's bounds right after the draw."""
+        a, b, d, drop = scores
+        return StepRecord(
+            item.pair_id,
+            stage,
+            p.generator if test is None else test.generator,
+            t,
+            p.idx,
+            p.text,
+            a,
+            b,
+            d,
+            cex,
+            None if test is None else test.bound,
+            None if test is None else test.bound_tolerant,
+            prob_drop=drop,
+            prompt=self._prompt(item, p.text) if cex else None,
         )
 
     def _prompt(self, item: AuditItem, text: str) -> str | None:
@@ -392,54 +403,29 @@ class AuditEngine:
         run_id: str,
         item: AuditItem,
         den: float,
+        audit: PairAudit,
         all_steps: list[StepRecord],
-        search_degraded: bool,
         done: int,
         n_pairs: int,
         t0: float,
-    ) -> list[GeneratorTest]:
-        """The sequential test of every run-wide test generator, in order."""
+    ) -> None:
+        """The per-step loop of stage 2: score the draws the audit asks for, one batch of the
+        current generator's pool at a time, and write each batch's steps."""
         cfg = self.config
-        tests: list[GeneratorTest] = []
-        stop_pair = search_degraded and not cfg.continue_after_counterexample
-        for gen in self._generators:
-            pool = tuple(item.tests.get(gen, ()))
-            test = cfg.generator_test(gen, len(pool))
-            tests.append(test)
-            if stop_pair:
-                test.skip()
-            while not test.stop:
-                self._check_cancel(run_id)
-                chunk = pool[test.n : test.n + min(cfg.batch_size, test.wanted())]
-                scored = self._pre_post([item.hidden_query(p.text) for p in chunk])
-                steps = []
-                for p, (a, b) in zip(chunk, scored, strict=True):
-                    d, drop = degradation_score(a, b, den), probability_drop(a, b)
-                    cex = is_counterexample(d, cfg.epsilon, drop, cfg.min_drop)
-                    test.record(not cex)
-                    steps.append(
-                        StepRecord(
-                            item.pair_id,
-                            2,
-                            gen,
-                            test.n,
-                            p.idx,
-                            p.text,
-                            a,
-                            b,
-                            d,
-                            cex,
-                            test.bound,
-                            test.bound_tolerant,
-                            prob_drop=drop,
-                            prompt=self._prompt(item, p.text) if cex else None,
-                        )
-                    )
-                    if test.stop:
-                        break
-                all_steps.extend(steps)
-                self._record(run_id, steps)
-                self._report(run_id, item.pair_id, done, n_pairs, 2, gen, test.n, test.bound, t0)
-            if test.n_counterexamples and not cfg.continue_after_counterexample:
-                stop_pair = True
-        return tests
+        while (test := audit.current) is not None:
+            self._check_cancel(run_id)
+            pool = item.tests.get(test.generator, ())
+            chunk = pool[test.n : test.n + min(cfg.batch_size, test.wanted())]
+            scored = self._pre_post([item.hidden_query(p.text) for p in chunk])
+            steps = []
+            for p, (a, b) in zip(chunk, scored, strict=True):
+                d, drop = degradation_score(a, b, den), probability_drop(a, b)
+                cex = audit.test(d, drop)
+                steps.append(self._step(item, p, 2, test.n, (a, b, d, drop), cex, test))
+                if test.stop:
+                    break
+            all_steps.extend(steps)
+            self._record(run_id, steps)
+            self._report(
+                run_id, item.pair_id, done, n_pairs, 2, test.generator, test.n, test.bound, t0
+            )

@@ -27,9 +27,9 @@ import pandas as pd
 
 from eraudit_core.audit._config import AuditConfig
 from eraudit_core.audit._degradation import is_counterexample
+from eraudit_core.audit._pair_audit import GeneratorTest
 from eraudit_core.audit._replay import table_steps, verdict_from_steps
 from eraudit_core.audit._run_record import new_run_id
-from eraudit_core.audit._sequential import GeneratorTest
 from eraudit_core.errors import InputError
 from eraudit_core.store import Store, write_run_rows
 

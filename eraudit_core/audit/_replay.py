@@ -3,7 +3,7 @@
 One function decides what a fresh audit with `config` would conclude from scores already
 collected: `verdict_from_steps`. The epsilon sweep calls it at every epsilon, a bundle import
 can call it to recompute what a bundle claims, and the tests hold it equal to the engine. It
-drives the very `GeneratorTest` and `pair_verdict` the engine runs, so the counterexample rule
+feeds the stored steps to the very `PairAudit` the engine drives, so the counterexample rule
 (D > epsilon, and drop > min-drop when the auditor set one), the stopping rules and the bounds
 cannot drift apart from the engine's.
 
@@ -27,9 +27,7 @@ import numpy as np
 import pandas as pd
 
 from eraudit_core.audit._config import AuditConfig
-from eraudit_core.audit._degradation import is_counterexample
-from eraudit_core.audit._sequential import GeneratorTest
-from eraudit_core.audit._verdict import PairVerdict, pair_verdict
+from eraudit_core.audit._pair_audit import GeneratorTest, PairAudit, PairVerdict
 
 STEP_FIELDS = ("pair_id", "stage", "generator", "t", "d", "prob_drop")
 
@@ -55,51 +53,28 @@ def verdict_from_steps(
     config with another k is not supported here (k changes every D). When `tests_out` is a
     list, the generators' tests are appended to it (how many draws each consumed, its stop).
     """
-    eps, min_drop = config.epsilon, config.min_drop
-    s1 = steps[steps["stage"] == 1]
-    n_search_cex = int(
-        sum(
-            is_counterexample(d, eps, drop, min_drop)
-            for d, drop in zip(s1["d"].to_numpy(dtype=float), _drops(s1), strict=True)
-        )
-    )
     generators = list(pair.get("generators") or [])
-    if not generators and int(pair.get("stage") or 0) == 1 and not n_search_cex:
+    audit = PairAudit(config, [(g["generator"], int(g["available"])) for g in generators])
+    if tests_out is not None:
+        tests_out.extend(audit.tests)
+    s1 = steps[steps["stage"] == 1]
+    for d, drop in zip(s1["d"].to_numpy(dtype=float), _drops(s1), strict=True):
+        audit.search(d, drop)
+    if not generators and int(pair.get("stage") or 0) == 1 and not audit.search_counterexamples:
         return None  # stored before the run's generators were recorded: they are unknown
+    audit.end_search()
     s2 = steps[steps["stage"] == 2]
-    stop_pair = n_search_cex > 0 and not config.continue_after_counterexample
-    unknown = False
-    tests: list[GeneratorTest] = []
-    for g in generators:
-        rows = s2[s2["generator"] == g["generator"]].sort_values("t")
-        d, drop = rows["d"].to_numpy(dtype=float), _drops(rows)
-        test = GeneratorTest(
-            g["generator"],
-            available=int(g["available"]),
-            budget=config.test_budget,
-            confidence=config.confidence,
-            n_star=config.stop_after,
-            run_to_stop=config.continue_after_counterexample,
-            prior=config.tolerant_prior,
-        )
-        tests.append(test)
-        if tests_out is not None:
-            tests_out.append(test)
-        if stop_pair and not unknown:
-            test.skip()
-        while not test.stop:
-            if test.n >= d.size:
-                unknown = True  # the fresh audit needs a draw the run did not collect
-                break
-            test.record(not is_counterexample(d[test.n], eps, drop[test.n], min_drop))
-        if test.n_counterexamples and not config.continue_after_counterexample:
-            stop_pair = True
-    if not unknown:
-        return pair_verdict(n_search_cex, tests, target=config.target, tv_delta=config.tv_delta)
-    if n_search_cex > 0 or any(t.n_counterexamples for t in tests):
-        # degraded whatever the missing draws hold; bounds over unfinished generators unknown
-        return PairVerdict("degraded", 0.0, 0.0, None, False)
-    return None
+    draws: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    while (test := audit.current) is not None:
+        if test.generator not in draws:
+            rows = s2[s2["generator"] == test.generator].sort_values("t")
+            draws[test.generator] = (rows["d"].to_numpy(dtype=float), _drops(rows))
+        d, drop = draws[test.generator]
+        if test.n >= d.size:
+            audit.unscored_draw()  # the fresh audit needs a draw the run did not collect
+        else:
+            audit.test(d[test.n], drop[test.n])
+    return audit.known_verdict()
 
 
 def table_steps(rows: pd.DataFrame, pairs: pd.DataFrame, config: AuditConfig) -> pd.DataFrame:

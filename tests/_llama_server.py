@@ -97,7 +97,7 @@ class CountingProxy:
         import json
         import threading
 
-        from _loopback import Loopback, QuietHandler
+        from tests._loopback import Loopback, QuietHandler
 
         self.upstream = upstream
         self.log: list[tuple[str, dict, int]] = []

@@ -23,7 +23,6 @@ import json
 import re
 import shlex
 import shutil
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -36,8 +35,6 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 # The documents whose command blocks run, in this order (the README's store comes first).
 DOCUMENTS = (README, ROOT / "docs" / "cli.md", ROOT / "docs" / "user-guide.md")
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "tests" / "verifier"))
 
 # Lines of command blocks that are not run here, with the reason.
 EXEMPT = {
@@ -147,7 +144,7 @@ class Fixtures:
     def tiny(self, name: str) -> Path:
         """The tiny base checkpoint ("base") or a LoRA adapter on it (any other name)."""
         if name not in self._tiny:
-            from _tiny_model import build_tiny_adapter, build_tiny_checkpoint
+            from tests._tiny_model import build_tiny_adapter, build_tiny_checkpoint
 
             base = self.tmp / "fixtures" / "tiny-base"
             if "base" not in self._tiny:
@@ -178,7 +175,7 @@ class Fixtures:
 
     def tokdir(self) -> Path:
         if self._tokdir is None:
-            from _tiny_model import build_tokenizer
+            from tests._tiny_model import build_tokenizer
 
             self._tokdir = self.tmp / "fixtures" / "tokenizer"
             self._tokdir.mkdir(parents=True)
@@ -188,10 +185,9 @@ class Fixtures:
     def served(self, name: str) -> str:
         """The URL of a fake vLLM server serving `name` (one per name, like `vllm serve`)."""
         if name not in self.servers:
-            from _fake_vllm import ExactModel, FakeVLLM
-
             from eraudit_core.verifier import CheckpointSpec
             from eraudit_core.verifier.served import load_tokenizer
+            from tests.verifier._fake_vllm import ExactModel, FakeVLLM
 
             tok = load_tokenizer(CheckpointSpec.parse(str(self.tokdir()))).tokenizer
             self.servers[name] = FakeVLLM(

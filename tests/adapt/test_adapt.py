@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _tiny_model import build_tiny_checkpoint
 
 from eraudit_core.adapt import AdaptConfig, run_adaptation
 from eraudit_core.adapt._adaptation import build_examples, select_adversarial_targets
@@ -16,6 +15,7 @@ from eraudit_core.paths import DATA_DIR
 from eraudit_core.store import load_benchmark
 from eraudit_core.types import Query
 from eraudit_core.verifier import load_verifier
+from tests._tiny_model import build_tiny_checkpoint
 
 PAIRS: list[dict[str, Any]] = [
     {

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _tiny_model import build_tiny_checkpoint
 
 from eraudit_core.adapt import AdaptConfig, read_training_rewordings, run_adaptation
 from eraudit_core.adapt._adaptation import build_examples, file_sha256
@@ -29,6 +28,7 @@ from eraudit_core.paraphrase import (
 from eraudit_core.paths import DATA_DIR
 from eraudit_core.store import load_benchmark
 from eraudit_core.types import Paraphrase
+from tests._tiny_model import build_tiny_checkpoint
 
 NAMES = ("the robot", "Anna", "the captain", "Martin", "the crew", "Tina")
 OPTIONS = (("yes", "no"), ("stars", "dark"), ("ship", "planet"), ("home", "city"))

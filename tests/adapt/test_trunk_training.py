@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from _tiny_model import build_tiny_checkpoint
 
 from eraudit_core.adapt._debate_data import DebateRow, row_digest
 from eraudit_core.adapt._debate_training import (
@@ -24,6 +23,7 @@ from eraudit_core.errors import InputError
 from eraudit_core.store import load_bundled_benchmark
 from eraudit_core.verifier import load_verifier
 from eraudit_core.verifier.hf import upper_layers_only
+from tests._tiny_model import build_tiny_checkpoint
 
 LAYERS, SPLIT = 4, 2
 

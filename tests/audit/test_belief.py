@@ -13,7 +13,6 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from test_audit import COLUMNS, Audit, _cli_json, audit, monitored, para, paras, write_table
 
 from eraudit_core import cli
 from eraudit_core.audit import (
@@ -28,6 +27,16 @@ from eraudit_core.audit import (
 from eraudit_core.errors import InputError
 from eraudit_core.present import epsilon_sweep, run_epsilon_sweep
 from eraudit_core.store import Store
+from tests.audit.test_audit import (
+    COLUMNS,
+    Audit,
+    _cli_json,
+    audit,
+    monitored,
+    para,
+    paras,
+    write_table,
+)
 
 
 # -- item 7: n* with TV; TV + target certifies clean data --------------------------------------

@@ -8,7 +8,6 @@ import json
 import duckdb
 import pytest
 import torch
-from test_audit import _cli_json, monitored, paras, write_table
 
 from eraudit_core.audit import noise_floor_record
 from eraudit_core.present import build_report, run_verdict
@@ -22,6 +21,7 @@ from eraudit_core.verifier import (
     run_noise_floor,
     served_drift,
 )
+from tests.audit.test_audit import _cli_json, monitored, paras, write_table
 
 
 def test_migration_5_recomputes_the_evidence_of_stored_runs(tmp_path):

@@ -9,11 +9,11 @@ from __future__ import annotations
 import math
 
 import pytest
-from _exceedance import first_exceedance_time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eraudit_core.audit import _bounds as B
+from tests.audit._exceedance import first_exceedance_time
 
 REL = 1e-12
 

@@ -18,9 +18,9 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from _exceedance import first_exceedance_time
 
 from eraudit_core.audit import _bounds as B
+from tests.audit._exceedance import first_exceedance_time
 
 R = 20_000  # replications for the paper and common bounds
 R_TOLERANT = 4_000  # replications for the failure-tolerant bound (budget 200)

@@ -6,20 +6,16 @@ from __future__ import annotations
 
 import csv
 import json
-import sys
 import zipfile
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-import _synthetic as synthetic  # noqa: E402
-
-from eraudit_core.audit._table_scores import table_query  # noqa: E402
-from eraudit_core.cli import main  # noqa: E402
-from eraudit_core.store import SCHEMA_VERSION, Store  # noqa: E402
+from eraudit_core.audit._table_scores import table_query
+from eraudit_core.cli import main
+from eraudit_core.store import SCHEMA_VERSION, Store
+from tests import _synthetic as synthetic
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:

@@ -13,7 +13,6 @@ import csv
 import hashlib
 import io
 import json
-import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -22,20 +21,17 @@ import duckdb
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-import _synthetic as synthetic  # noqa: E402
-
-from eraudit_core.audit import (  # noqa: E402
+from eraudit_core.audit import (
     bundle_config,
     degradation_denominator,
     is_counterexample,
     monitored_gain,
     replay_pair_verdict,
 )
-from eraudit_core.cli import main  # noqa: E402
-from eraudit_core.errors import InputError  # noqa: E402
-from eraudit_core.store import RUN_TABLES, Store, write_run_rows  # noqa: E402
+from eraudit_core.cli import main
+from eraudit_core.errors import InputError
+from eraudit_core.store import RUN_TABLES, Store, write_run_rows
+from tests import _synthetic as synthetic
 
 Frames = dict[str, pd.DataFrame]
 

@@ -4,7 +4,6 @@ run whose verdicts come from the stored scores (never a plain certificate)."""
 from __future__ import annotations
 
 import pytest
-from test_audit import Audit, hidden, monitored, paras, write_table
 
 from eraudit_core.audit import (
     AuditConfig,
@@ -16,6 +15,7 @@ from eraudit_core.audit import (
 from eraudit_core.audit._exclusion import NOT_SCORED_STOP
 from eraudit_core.errors import InputError
 from eraudit_core.store import NOT_MEANING_PRESERVING, Store
+from tests.audit.test_audit import Audit, hidden, monitored, paras, write_table
 
 
 def _table_run(tmp_path, store: Store) -> str:

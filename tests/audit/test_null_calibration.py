@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_audit import COLUMNS, _cli_json, monitored, paras, write_table
 
 from eraudit_core import cli
 from eraudit_core.audit import (
@@ -30,6 +29,7 @@ from eraudit_core.audit import (
 from eraudit_core.errors import InputError
 from eraudit_core.present import run_epsilon_sweep, run_verdict
 from eraudit_core.store import Store
+from tests.audit.test_audit import COLUMNS, _cli_json, monitored, paras, write_table
 
 N_QUESTIONS = 200
 LEVEL = 0.95

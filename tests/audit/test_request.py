@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from dataclasses import fields, replace
 
-import _synthetic as synthetic  # noqa: E402
 import pytest
 
 from eraudit_core.audit import (
@@ -26,6 +25,7 @@ from eraudit_core.errors import InputError
 from eraudit_core.store import Store, load_bundled_benchmark
 from eraudit_core.types import Paraphrase
 from eraudit_core.verifier import MIN_LABEL_MASS
+from tests import _synthetic as synthetic
 
 
 def test_every_field_has_help_a_label_and_a_verdict_flag() -> None:

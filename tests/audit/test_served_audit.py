@@ -13,19 +13,19 @@ import json
 from pathlib import Path
 
 import pytest
-from _llama_server import (
-    MODEL_ALIAS,
-    CountingProxy,
-    LlamaServer,
-    llama_cpp_available,
-    shared_server,
-)
 
 from eraudit_core.audit import AuditConfig, RunRequest, resume_run, run_model_audit
 from eraudit_core.demo import demo_live_pair_ids, ensure_demo_inputs
 from eraudit_core.errors import IncompleteScores
 from eraudit_core.store import Store
 from eraudit_core.verifier.hf import demo_gguf_path
+from tests._llama_server import (
+    MODEL_ALIAS,
+    CountingProxy,
+    LlamaServer,
+    llama_cpp_available,
+    shared_server,
+)
 
 pytestmark = [
     pytest.mark.skipif(

@@ -13,20 +13,16 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from eraudit_core.audit import read_score_table  # noqa: E402
-from eraudit_core.cli import main  # noqa: E402
-from eraudit_core.errors import InputError  # noqa: E402
-from eraudit_core.paraphrase import load_paraphrase_file  # noqa: E402
-from eraudit_core.present._export import table_bytes  # noqa: E402
-from eraudit_core.text import (  # noqa: E402
+from eraudit_core.audit import read_score_table
+from eraudit_core.cli import main
+from eraudit_core.errors import InputError
+from eraudit_core.paraphrase import load_paraphrase_file
+from eraudit_core.present._export import table_bytes
+from eraudit_core.text import (
     check_no_control,
     csv_safe,
     csv_text,

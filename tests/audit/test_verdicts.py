@@ -15,13 +15,13 @@ import json
 from dataclasses import replace
 
 import pytest
-from test_audit import Audit, _cli_json, audit, monitored, paras, write_table
 
 from eraudit_core import cli
-from eraudit_core.audit import AuditConfig, build_items
+from eraudit_core.audit import AuditConfig, PairAudit, PairState, build_items
 from eraudit_core.errors import InputError
 from eraudit_core.store import Store, load_bundled_benchmark
 from eraudit_core.types import PAIR_STATUSES, Paraphrase
+from tests.audit.test_audit import Audit, _cli_json, audit, monitored, paras, write_table
 
 REL = 1e-12
 
@@ -266,3 +266,85 @@ def test_engine_uses_the_run_wide_generators_when_config_names_none(tmp_path):
     res = a.results()
     assert res["p1"]["status"] == res["p2"]["status"] == "inconclusive"
     assert [g["generator"] for g in res["p1"]["generators"]] == ["g1", "g2"]
+
+
+# -- the state machine every path drives: known values ----------------------------------------
+def _drive(audit: PairAudit, search: list[float], draws: dict[str, list[float]]) -> list[str]:
+    """Feed D values (drop = D, so min-drop never decides) and return the states passed."""
+    seen = [str(audit.state)]
+    for d in search:
+        audit.search(d, d)
+    audit.end_search()
+    seen.append(str(audit.state))
+    taken = dict.fromkeys(draws, 0)
+    while (test := audit.current) is not None:
+        audit.test(draws[test.generator][taken[test.generator]], 0.0)
+        taken[test.generator] += 1
+    seen.append(str(audit.state))
+    return seen
+
+
+def test_pair_audit_stops_at_the_target_after_n_star_clean_draws():
+    # p* = 0.5 at confidence 0.95: n* = ceil(ln 0.05 / ln 0.5) = ceil(4.32) = 5; L_5 = 0.05**0.2
+    cfg = AuditConfig(target=0.5, stop_at_target=True, test_budget=50)
+    audit = PairAudit(cfg, [("g1", 40), ("g2", 40)])
+    states = _drive(audit, [0.0, 0.05], {"g1": [0.0] * 40, "g2": [0.0] * 40})
+    assert states == ["search", "test", "done"]
+    assert [(t.n, t.stop) for t in audit.tests] == [(5, "target reached"), (5, "target reached")]
+    v = audit.verdict()
+    assert (v.status, v.target_reached) == ("certified", True)
+    assert v.bound == pytest.approx(0.05**0.2, rel=REL)  # 0.5493
+    # negative control: without stop-at-target each generator draws its whole budget
+    audit = PairAudit(replace(cfg, stop_at_target=False), [("g1", 40), ("g2", 40)])
+    _drive(audit, [], {"g1": [0.0] * 40, "g2": [0.0] * 40})
+    assert [(t.n, t.stop) for t in audit.tests] == [(40, "last paraphrase")] * 2
+    assert audit.verdict().bound == pytest.approx(0.05 ** (1 / 40), rel=REL)
+
+
+def test_pair_audit_skips_later_generators_after_a_counterexample():
+    cfg = AuditConfig(epsilon=0.1)
+    audit = PairAudit(cfg, [("g1", 5), ("g2", 5), ("g3", 0)])
+    _drive(audit, [0.1], {"g1": [0.0, 0.0, 0.2], "g2": [0.0] * 5})  # 0.1 ties: not degraded
+    assert [(t.n, t.stop) for t in audit.tests] == [
+        (3, "counterexample"),
+        (0, "not run"),
+        (0, "no paraphrases"),
+    ]
+    assert (audit.verdict().status, audit.stage, audit.n_counterexamples) == ("degraded", 2, 1)
+    # continuing after counterexamples, every generator runs to its own stop
+    audit = PairAudit(replace(cfg, continue_after_counterexample=True), [("g1", 5), ("g2", 5)])
+    _drive(audit, [0.5], {"g1": [0.0, 0.2, 0.0, 0.0, 0.0], "g2": [0.0] * 5})
+    assert [(t.n, t.n_counterexamples, t.stop) for t in audit.tests] == [
+        (5, 1, "last paraphrase"),
+        (5, 0, "last paraphrase"),
+    ]
+    assert (audit.verdict().status, audit.stage, audit.n_counterexamples) == ("degraded", 1, 2)
+
+
+def test_pair_audit_search_counterexample_ends_the_pair_before_stage_two():
+    audit = PairAudit(AuditConfig(epsilon=0.1), [("g1", 5)])
+    assert _drive(audit, [0.0, 0.3], {}) == ["search", "done", "done"]
+    assert (audit.tests[0].stop, audit.verdict().status, audit.stage) == ("not run", "degraded", 1)
+    with pytest.raises(RuntimeError, match="state done"):
+        audit.test(0.0, 0.0)
+
+
+def test_pair_audit_without_every_draw_knows_only_a_degraded_verdict():
+    cfg = AuditConfig(epsilon=0.1)
+    audit = PairAudit(cfg, [("g1", 10), ("g2", 10)])
+    audit.end_search()
+    audit.test(0.0, 0.0)
+    audit.unscored_draw()  # g1 needs its 2nd draw: the turn passes to g2 unfinished
+    assert audit.current is audit.tests[1]
+    audit.test(0.0, 0.0)
+    audit.unscored_draw()
+    assert audit.state is PairState.DONE and audit.known_verdict() is None
+    with pytest.raises(RuntimeError, match="not scored"):
+        audit.verdict()
+    # a counterexample in what was stored decides it whatever the missing draws hold
+    audit = PairAudit(cfg, [("g1", 10), ("g2", 10)])
+    audit.end_search()
+    audit.unscored_draw()
+    audit.test(0.5, 0.5)
+    v = audit.known_verdict()
+    assert v is not None and (v.status, v.bound, v.bound_tolerant) == ("degraded", 0.0, None)

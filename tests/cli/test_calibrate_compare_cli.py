@@ -5,17 +5,11 @@ from __future__ import annotations
 
 import json
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "audit"))
-
-from test_audit import monitored, paras, write_table  # noqa: E402
-
-from eraudit_core import cli  # noqa: E402
+from eraudit_core import cli
+from tests.audit.test_audit import monitored, paras, write_table
 
 
 def _json(capsys, *argv: str) -> dict:  # type: ignore[no-untyped-def]

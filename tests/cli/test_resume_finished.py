@@ -7,20 +7,16 @@ from __future__ import annotations
 
 import csv
 import json
-import sys
 from pathlib import Path
 
 import duckdb
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-import _synthetic as synthetic  # noqa: E402
-
-import eraudit_core.audit._table_runs as table_runs  # noqa: E402
-from eraudit_core.audit import derive_without  # noqa: E402
-from eraudit_core.cli import main  # noqa: E402
-from eraudit_core.store import Store  # noqa: E402
+import eraudit_core.audit._table_runs as table_runs
+from eraudit_core.audit import derive_without
+from eraudit_core.cli import main
+from eraudit_core.store import Store
+from tests import _synthetic as synthetic
 
 
 def _snapshot(db: Path) -> dict[str, list]:

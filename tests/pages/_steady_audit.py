@@ -1,10 +1,11 @@
 """A table-backed audit that advances at a steady, known pace, for the live view's tests.
 
-`python _steady_audit.py DB TABLE DELAY` audits the score table TABLE into the store DB with
-the real engine; each checkpoint waits DELAY seconds per query it scores, so every paraphrase
-costs the same time and the run advances steadily. `write_table` writes a table whose first
-questions degrade on their one search paraphrase (they end at once) and whose others are clean
-and run the sequential test to n*: the mix that made a per-question ETA grow mid-run.
+`python -m tests.pages._steady_audit DB TABLE DELAY`, from the repository root, audits the
+score table TABLE into the store DB with the real engine; each checkpoint waits DELAY seconds
+per query it scores, so every paraphrase costs the same time and the run advances steadily.
+`write_table` writes a table whose first questions degrade on their one search paraphrase (they
+end at once) and whose others are clean and run the sequential test to n*: the mix that made a
+per-question ETA grow mid-run.
 """
 
 from __future__ import annotations
@@ -16,10 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from eraudit_core.audit import (  # noqa: E402
+from eraudit_core.audit import (
     AuditConfig,
     AuditEngine,
     TableVerifier,
@@ -27,8 +25,8 @@ from eraudit_core.audit import (  # noqa: E402
     read_score_table,
     table_digest,
 )
-from eraudit_core.store import Store  # noqa: E402
-from eraudit_core.types import Query, QueryScore  # noqa: E402
+from eraudit_core.store import Store
+from eraudit_core.types import Query, QueryScore
 
 LABEL = "steady table run"
 CONFIG = AuditConfig(

@@ -20,7 +20,18 @@ import time
 from pathlib import Path
 
 import pytest
-from _browser import CHROMIUM, ROOT, chromium, dashboard, nav, open_page, pick, settle, shown
+
+from tests.pages._browser import (
+    CHROMIUM,
+    ROOT,
+    chromium,
+    dashboard,
+    nav,
+    open_page,
+    pick,
+    settle,
+    shown,
+)
 
 pytestmark = [
     pytest.mark.browser,
@@ -41,10 +52,8 @@ def browser():  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="module")
 def three_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """A store with three finished runs on one benchmark (two arms and a second honest run)."""
-    sys.path.insert(0, str(ROOT))
-    from _synthetic import build_synthetic_store, synthetic_benchmark
-
     from eraudit_core.store import Store
+    from tests._synthetic import build_synthetic_store, synthetic_benchmark
 
     work = tmp_path_factory.mktemp("day")
     db = work / "studio.duckdb"
@@ -127,16 +136,14 @@ DEMO_LIVE_LABEL = "live demo: concealed arm"
 def demo_store(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The embedded demo, and a live demo audit still loading (pending, owned by this live
     process) as if a first click had started it."""
-    sys.path.insert(0, str(ROOT))
     from ui.widgets import demo_models_missing
 
     missing = demo_models_missing()
     if missing:
         pytest.skip(f"the one-click live audit is unavailable here: {missing}")
-    from _demo_store import demo_store_copy
-
     from eraudit_core.demo import demo_live_config, ensure_demo
     from eraudit_core.store import Store
+    from tests._demo_store import demo_store_copy
 
     work = tmp_path_factory.mktemp("demo")
     db = demo_store_copy(work / "studio.duckdb")
@@ -191,18 +198,15 @@ TIME_LEFT_JS = """() => {
 def test_time_left_never_grows_by_half_while_the_run_advances_steadily(
     browser, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]
-    sys.path.insert(0, str(ROOT / "tests" / "pages"))
-    from _steady_audit import write_table
-
     from eraudit_core.store import Store
+    from tests.pages._steady_audit import write_table
 
     db = tmp_path / "studio.duckdb"
     Store(db).close()
     table = write_table(tmp_path / "steady.csv")
     with dashboard(str(db), tmp_path / "streamlit.log") as url:
         audit = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "pages" / "_steady_audit.py"), str(db),
-             str(table), "0.2"],
+            [sys.executable, "-m", "tests.pages._steady_audit", str(db), str(table), "0.2"],
             cwd=ROOT,
         )  # fmt: skip
         try:

@@ -5,18 +5,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
+
+from eraudit_core.store import Store
+from tests import _synthetic as synthetic
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-import _synthetic as synthetic  # noqa: E402
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from eraudit_core.store import Store  # noqa: E402
 
 APP = str(ROOT / "app.py")
 

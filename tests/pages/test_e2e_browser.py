@@ -11,12 +11,19 @@ set); the path is printed.
 from __future__ import annotations
 
 import re
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from _browser import CHROMIUM, LIVE_CHART_JS, ROOT, chromium, dashboard, screenshots, settle
+
+from tests.pages._browser import (
+    CHROMIUM,
+    LIVE_CHART_JS,
+    chromium,
+    dashboard,
+    screenshots,
+    settle,
+)
 
 pytestmark = [
     pytest.mark.browser,
@@ -36,12 +43,9 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def prepared(workdir: Path) -> dict[str, str]:
     """A store with a small benchmark, paraphrase sets and two finished runs; a tiny model."""
-    sys.path.insert(0, str(ROOT))
-    sys.path.insert(0, str(ROOT / "tests"))
-    from _synthetic import build_synthetic_store
-    from _tiny_model import build_tiny_adapter, build_tiny_checkpoint
-
     from eraudit_core.store import Store
+    from tests._synthetic import build_synthetic_store
+    from tests._tiny_model import build_tiny_adapter, build_tiny_checkpoint
 
     db = workdir / "studio.duckdb"
     store = Store(db)

@@ -5,12 +5,12 @@ and 390x844 go to a temporary directory (copied to $ERAUDIT_SCREENSHOTS when set
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from _browser import CHROMIUM, ROOT, chromium, dashboard, screenshots, settle
+
+from tests.pages._browser import CHROMIUM, chromium, dashboard, screenshots, settle
 
 pytestmark = [
     pytest.mark.browser,
@@ -36,10 +36,8 @@ PAGE_WIDTH_JS = "() => document.documentElement.scrollWidth"
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    sys.path.insert(0, str(ROOT))
-    from _synthetic import build_synthetic_store
-
     from eraudit_core.store import Store
+    from tests._synthetic import build_synthetic_store
 
     work = tmp_path_factory.mktemp("i20")
     db = work / "studio.duckdb"

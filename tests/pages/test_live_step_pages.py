@@ -6,18 +6,15 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
+
+from eraudit_core.audit._runs import StepReporter
+from eraudit_core.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from eraudit_core.audit._runs import StepReporter  # noqa: E402
-from eraudit_core.store import Store  # noqa: E402
 
 APP = str(ROOT / "app.py")
 

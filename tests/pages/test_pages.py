@@ -10,21 +10,18 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
+
+from eraudit_core.audit import AuditConfig, AuditEngine, TableVerifier, items_from_table
+from eraudit_core.errors import CancelledError
+from eraudit_core.store import Store
+from tests import _synthetic as synthetic
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-import _synthetic as synthetic  # noqa: E402
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from eraudit_core.audit import AuditConfig, AuditEngine, TableVerifier, items_from_table  # noqa: E402  # noqa: E402
-from eraudit_core.errors import CancelledError  # noqa: E402
-from eraudit_core.store import Store  # noqa: E402
 
 APP = str(ROOT / "app.py")
 PAGES = [
@@ -394,8 +391,7 @@ def _wait(pred, timeout: float = 60.0) -> None:
 
 @pytest.fixture(scope="module")
 def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    sys.path.insert(0, str(ROOT / "tests"))
-    from _tiny_model import build_tiny_adapter, build_tiny_checkpoint
+    from tests._tiny_model import build_tiny_adapter, build_tiny_checkpoint
 
     base = build_tiny_checkpoint(tmp_path_factory.mktemp("tiny") / "base")
     adapter = build_tiny_adapter(base, tmp_path_factory.mktemp("tiny") / "adapter")

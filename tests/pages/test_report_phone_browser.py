@@ -5,11 +5,11 @@ ordinary tables. One static file, no dashboard; screenshots as in _browser.scree
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-from _browser import CHROMIUM, ROOT, chromium, screenshots
+
+from tests.pages._browser import CHROMIUM, chromium, screenshots
 
 pytestmark = [
     pytest.mark.browser,
@@ -44,11 +44,9 @@ MEASURE_JS = """() => {
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    sys.path.insert(0, str(ROOT))
-    from _synthetic import build_synthetic_store
-
     from eraudit_core.present import build_report
     from eraudit_core.store import Store
+    from tests._synthetic import build_synthetic_store
 
     out = tmp_path_factory.mktemp("phone") / "report.html"
     with Store() as store:

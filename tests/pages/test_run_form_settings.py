@@ -3,19 +3,16 @@ same help text as `eraudit audit --help`, the preset's values, the stated ranges
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
+
+from eraudit_core.audit import DEMO_PRESET, field_help, field_label
+from eraudit_core.store import Store
+from tests import _synthetic as synthetic
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-import _synthetic as synthetic  # noqa: E402
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from eraudit_core.audit import DEMO_PRESET, field_help, field_label  # noqa: E402
-from eraudit_core.store import Store  # noqa: E402
 
 NUMBER_SETTINGS = (
     "epsilon",

@@ -3,17 +3,14 @@ transcript with the cited span highlighted, and [M<n>] references that open the 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
+
+from eraudit_core.sensitivity import message_refs, transcript_window
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from eraudit_core.sensitivity import message_refs, transcript_window  # noqa: E402
 
 APP = str(ROOT / "app.py")
 MESSAGES = [

@@ -8,21 +8,18 @@ tests/audit.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
+
+from eraudit_core.store import Store
+from tests import _synthetic as synthetic
+from tests._tiny_model import build_tokenizer
+from tests.verifier._fake_vllm import ExactModel, FakeVLLM
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "verifier")]
-
-import _synthetic as synthetic  # noqa: E402
-from _fake_vllm import ExactModel, FakeVLLM  # noqa: E402
-from _tiny_model import build_tokenizer  # noqa: E402
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from eraudit_core.store import Store  # noqa: E402
 
 APP = str(ROOT / "app.py")
 

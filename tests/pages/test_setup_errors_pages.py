@@ -3,17 +3,14 @@ a mistyped one."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from streamlit.testing.v1 import AppTest
+
+from ui.setup_actions import nearest_path, path_hint
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from ui.setup_actions import nearest_path, path_hint  # noqa: E402
 
 APP = str(ROOT / "app.py")
 

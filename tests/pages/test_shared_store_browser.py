@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from _browser import CHROMIUM, ROOT, chromium, dashboard, settle
+
+from tests.pages._browser import CHROMIUM, ROOT, chromium, dashboard, settle
 
 pytestmark = [
     pytest.mark.browser,
@@ -51,12 +52,9 @@ def _cli(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    sys.path.insert(0, str(ROOT))
-    sys.path.insert(0, str(ROOT / "tests"))
-    from _synthetic import build_synthetic_store
-    from _tiny_model import build_tiny_adapter, build_tiny_checkpoint
-
     from eraudit_core.store import Store
+    from tests._synthetic import build_synthetic_store
+    from tests._tiny_model import build_tiny_adapter, build_tiny_checkpoint
 
     work = tmp_path_factory.mktemp("shared")
     db = work / "studio.duckdb"

@@ -3,16 +3,14 @@ redacted crash, and the page works again once the other process lets go."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+from streamlit.testing.v1 import AppTest
+
+from eraudit_core.store import Store
+from tests._holder import holding_raw_connection
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-
-from _holder import holding_raw_connection  # noqa: E402
-from streamlit.testing.v1 import AppTest  # noqa: E402
-
-from eraudit_core.store import Store  # noqa: E402
 
 
 def test_a_busy_store_gives_a_notice_and_the_page_recovers(tmp_path, monkeypatch):

@@ -13,12 +13,21 @@ Headless Chromium from Debian's `chromium` package, driven by Playwright (tests/
 from __future__ import annotations
 
 import re
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from _browser import CHROMIUM, ROOT, chromium, dashboard, nav, open_page, pick, settle, shown
+
+from tests.pages._browser import (
+    CHROMIUM,
+    chromium,
+    dashboard,
+    nav,
+    open_page,
+    pick,
+    settle,
+    shown,
+)
 
 pytestmark = [
     pytest.mark.browser,
@@ -39,10 +48,8 @@ def browser():  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Two finished runs on one benchmark and, newest of all, a cancelled empty one."""
-    sys.path.insert(0, str(ROOT))
-    from _synthetic import build_synthetic_store
-
     from eraudit_core.store import Store
+    from tests._synthetic import build_synthetic_store
 
     work = tmp_path_factory.mktemp("url")
     db = work / "studio.duckdb"
@@ -125,16 +132,14 @@ def test_results_leaves_compare_with_at_none_and_disagreements_only_survives(
 
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    sys.path.insert(0, str(ROOT))
     from ui.widgets import demo_models_missing
 
     missing = demo_models_missing()
     if missing:
         pytest.skip(f"the one-click live audit is unavailable here: {missing}")
-    from _demo_store import demo_store_copy
-
     from eraudit_core.demo import ensure_demo
     from eraudit_core.store import Store
+    from tests._demo_store import demo_store_copy
 
     work = tmp_path_factory.mktemp("step")
     db = demo_store_copy(work / "studio.duckdb")

@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from _loopback import Loopback, QuietHandler
 
 from eraudit_core.errors import InputError
 from eraudit_core.paraphrase import create_generator
@@ -18,6 +17,7 @@ from eraudit_core.paraphrase._endpoint import (
     EndpointParaphraseGenerator,
     parse_paraphrase_list,
 )
+from tests._loopback import Loopback, QuietHandler
 
 QUESTION = "Why does Martin prefer to live on the yacht?"
 

@@ -3,19 +3,16 @@ table's "not run", the per-question diff of two runs, and the report's first scr
 
 from __future__ import annotations
 
-import sys
 from html import escape
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "audit"))
-from test_audit import hidden, monitored, paras, write_table  # noqa: E402
-
-from eraudit_core import present  # noqa: E402
-from eraudit_core.audit import AuditConfig, audit_table_run  # noqa: E402
-from eraudit_core.store import Store  # noqa: E402
+from eraudit_core import present
+from eraudit_core.audit import AuditConfig, audit_table_run
+from eraudit_core.store import Store
+from tests.audit.test_audit import hidden, monitored, paras, write_table
 
 
 def _run(tmp_path: Path, store: Store, rows: list[list], name: str, **cfg) -> str:

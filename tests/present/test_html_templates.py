@@ -9,7 +9,6 @@ import tomllib
 from fnmatch import fnmatch
 from pathlib import Path
 
-import _synthetic as synthetic  # noqa: E402
 import pandas as pd
 import pytest
 from plotly.offline import get_plotlyjs
@@ -17,6 +16,7 @@ from plotly.offline import get_plotlyjs
 from eraudit_core import present
 from eraudit_core.present import _html
 from eraudit_core.store import Store, parse_benchmark
+from tests import _synthetic as synthetic
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "eraudit_core" / "present" / "templates"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import _synthetic as synthetic
 import numpy as np
 import pytest
 from scipy.stats import binomtest
@@ -19,6 +18,7 @@ from eraudit_core.present import (
     primary_result,
 )
 from eraudit_core.store import Store
+from tests import _synthetic as synthetic
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +41,13 @@ def test_findings_are_the_stored_runs_numbers(runs: tuple[Path, dict[str, str]])
             assert f["hidden_accuracy"] == pytest.approx(float((hidden > 0.5).mean()))
             assert f["hidden_mtp"] == pytest.approx(float(hidden.mean()))
             assert f["n_degraded"] == int((pairs["status"] == "degraded").sum())
-            # the run's own epsilon and confidence give the run's own verdicts and bounds
-            assert f["counterexamples_by_epsilon"].get(0.5, f["n_degraded"]) >= 0
+            # at the run's epsilon 0.1 and above, a question has a counterexample exactly when one
+            # of its stored rewordings has D above it (the run stored every draw up to its first)
+            max_d = store.steps(ids[arm]).groupby("pair_id")["d"].max()
+            by_eps = f["counterexamples_by_epsilon"]
+            assert by_eps == {e: int((max_d > e).sum()) for e in (0.1, 0.25, 0.5, 1.0, 2.0)}
+            assert by_eps[0.1] == f["n_degraded"] == {"adversarial": 4, "honest": 0}[arm]
+            # the run's own confidence gives the run's own bounds
             stored = pairs["bound"].astype(float).fillna(0.0)
             ok = pairs["status"].isin(["certified", "passed"])
             assert f["mean_bound_by_confidence"][0.95] == pytest.approx(

@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pandas as pd
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-import _synthetic as synthetic  # noqa: E402
-
-from eraudit_core import audit, present  # noqa: E402
-from eraudit_core.present._plots import STATUS_SYMBOLS  # noqa: E402
-from eraudit_core.store import Store  # noqa: E402
-from eraudit_core.text import safe_label  # noqa: E402
+from eraudit_core import audit, present
+from eraudit_core.present._plots import STATUS_SYMBOLS
+from eraudit_core.store import Store
+from eraudit_core.text import safe_label
+from tests import _synthetic as synthetic
 
 EVIL = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
 

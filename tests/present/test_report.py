@@ -4,24 +4,20 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from plotly.offline import get_plotlyjs
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-import _synthetic as synthetic  # noqa: E402
-
-from eraudit_core import present  # noqa: E402
-from eraudit_core.cli import main  # noqa: E402
-from eraudit_core.errors import InputError  # noqa: E402
+from eraudit_core import present
+from eraudit_core.cli import main
+from eraudit_core.errors import InputError
 from eraudit_core.store import (
-    Store,  # noqa: E402
-    parse_benchmark,  # noqa: E402
+    Store,
+    parse_benchmark,
 )
+from tests import _synthetic as synthetic
 
 EVIL_Q = 'What <script>alert("q")</script> did she <img src=x onerror=alert(1)> find?'
 

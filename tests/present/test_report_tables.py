@@ -8,7 +8,6 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
-import _synthetic as synthetic
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,6 +15,7 @@ import pytest
 from eraudit_core import present
 from eraudit_core.present._tables import PLAIN_COLUMNS, cell_text, table_html
 from eraudit_core.store import Store
+from tests import _synthetic as synthetic
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = ROOT / "eraudit_core" / "present" / "templates"

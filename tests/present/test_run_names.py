@@ -5,16 +5,12 @@ from __future__ import annotations
 import csv
 import json
 import re
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-import _synthetic as synthetic  # noqa: E402
-
-from eraudit_core import present  # noqa: E402
-from eraudit_core.cli import main  # noqa: E402
-from eraudit_core.store import Store  # noqa: E402
+from eraudit_core import present
+from eraudit_core.cli import main
+from eraudit_core.store import Store
+from tests import _synthetic as synthetic
 
 
 def _newplot_data(html: str, div_id: str) -> list[dict]:

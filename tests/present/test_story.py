@@ -260,10 +260,9 @@ def test_shipped_demo_shows_the_papers_contrast(tmp_path: Path) -> None:
     evaluation already sees its damage, so it gets no 'hidden' lead. The audit's degraded
     verdicts fall on the concealed arm's seeded targets (Fisher exact), not for the honest
     arm, which had none."""
-    from _demo_store import demo_store_copy
-
     from eraudit_core.demo import ensure_demo
     from eraudit_core.present import run_epsilon_sweep
+    from tests._demo_store import demo_store_copy
 
     with Store(demo_store_copy(tmp_path / "demo.duckdb")) as store:
         info = ensure_demo(store)

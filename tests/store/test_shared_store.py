@@ -18,11 +18,11 @@ import time
 from pathlib import Path
 
 import pytest
-from _holder import holding_raw_connection, other_process
 
 from eraudit_core import cli
 from eraudit_core.errors import InputError, StoreError
 from eraudit_core.store import StepRecord, Store
+from tests._holder import holding_raw_connection, other_process
 
 EXE = Path(sys.executable).parent / "eraudit"
 

@@ -33,7 +33,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from _loopback import Loopback, QuietHandler
+
+from tests._loopback import Loopback, QuietHandler
 
 
 class ExactModel:

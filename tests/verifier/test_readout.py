@@ -13,7 +13,6 @@ import json
 from pathlib import Path
 
 import pytest
-from _family_models import FAMILIES, QWEN35_TEMPLATE, build_family_checkpoint
 
 from eraudit_core.errors import InputError
 from eraudit_core.store import Store
@@ -35,6 +34,7 @@ from eraudit_core.verifier import (
 )
 from eraudit_core.verifier._chat import chat_format
 from eraudit_core.verifier._readout import complete_prefill
+from tests._family_models import FAMILIES, QWEN35_TEMPLATE, build_family_checkpoint
 
 DAY = dt.date(2026, 12, 1)
 USER = render_messages(PROBE, DEFAULT_TEMPLATE)[0]

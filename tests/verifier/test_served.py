@@ -17,8 +17,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from _fake_vllm import ExactModel, FakeVLLM
-from _tiny_model import build_tokenizer
 
 from eraudit_core.audit import register_checkpoint
 from eraudit_core.audit import register_checkpoint as _register
@@ -29,6 +27,8 @@ from eraudit_core.types import Query
 from eraudit_core.verifier import CheckpointSpec, ServedSpec, load_checkpoint, parse_spec
 from eraudit_core.verifier.hf import scores_from_logprobs
 from eraudit_core.verifier.served import ServedVerifier, load_tokenizer
+from tests._tiny_model import build_tokenizer
+from tests.verifier._fake_vllm import ExactModel, FakeVLLM
 
 QUERIES = [
     Query(f"p{i}", "Why did the author leave the city" + " really" * i + "?", "money", "love")

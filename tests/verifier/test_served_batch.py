@@ -16,8 +16,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from _fake_vllm import ExactModel, FakeVLLM
-from test_served import QUERIES, reference, server, spec, tokdir, tokenizer  # noqa: F401
 
 from eraudit_core.cli import main as cli_main
 from eraudit_core.errors import IncompleteScores, InputError
@@ -25,6 +23,8 @@ from eraudit_core.types import Query
 from eraudit_core.verifier import ServedSpec, load_checkpoint
 from eraudit_core.verifier.served import ServedVerifier
 from eraudit_core.verifier.served._batching import ChoiceMismatch, split_reply
+from tests.verifier._fake_vllm import ExactModel, FakeVLLM
+from tests.verifier.test_served import QUERIES, reference, server, spec, tokdir, tokenizer  # noqa: F401
 
 N_PROMPTS = 2 * len(QUERIES)  # 14: each question in both answer orders
 

@@ -16,8 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _fake_vllm import ExactModel, FakeVLLM
-from _tiny_model import build_tokenizer
 
 from eraudit_core.cli import main
 from eraudit_core.errors import InputError
@@ -26,6 +24,8 @@ from eraudit_core.types import Query
 from eraudit_core.verifier import CheckpointSpec, load_checkpoint
 from eraudit_core.verifier.served import load_tokenizer
 from eraudit_core.verifier.served._wire import LABEL_SUM_TOLERANCE, check_label_logprobs
+from tests._tiny_model import build_tokenizer
+from tests.verifier._fake_vllm import ExactModel, FakeVLLM
 
 QUERIES = [
     Query(f"p{i}", f"Why did the author leave{' now' * i}?", "money", "love") for i in range(3)

@@ -12,14 +12,6 @@ import json
 from pathlib import Path
 
 import pytest
-from _llama_server import (
-    MODEL_ALIAS,
-    CountingProxy,
-    LlamaServer,
-    llama_cpp_available,
-    shared_server,
-)
-from _tiny_model import build_tokenizer
 
 from eraudit_core.cli import main as cli_main
 from eraudit_core.errors import InputError
@@ -27,6 +19,14 @@ from eraudit_core.store import load_bundled_benchmark
 from eraudit_core.types import Query
 from eraudit_core.verifier import load_checkpoint, load_verifier
 from eraudit_core.verifier.served import ServedVerifier
+from tests._llama_server import (
+    MODEL_ALIAS,
+    CountingProxy,
+    LlamaServer,
+    llama_cpp_available,
+    shared_server,
+)
+from tests._tiny_model import build_tokenizer
 
 pytestmark = pytest.mark.skipif(
     not llama_cpp_available(),

@@ -12,14 +12,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _fake_vllm import ExactModel, FakeVLLM
-from test_served import QUERIES, _Renamed, reference, tokdir, tokenizer  # noqa: F401
 
 from eraudit_core.audit import register_checkpoint
 from eraudit_core.errors import InputError
 from eraudit_core.store import Store
 from eraudit_core.verifier import ServedSpec, load_checkpoint
 from eraudit_core.verifier.served import ServedVerifier
+from tests.verifier._fake_vllm import ExactModel, FakeVLLM
+from tests.verifier.test_served import QUERIES, _Renamed, reference, tokdir, tokenizer  # noqa: F401
 
 
 @pytest.fixture()

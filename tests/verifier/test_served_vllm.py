@@ -21,12 +21,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _llama_server import free_port
 
 from eraudit_core.cli import main as cli_main
 from eraudit_core.store import Store, load_bundled_benchmark
 from eraudit_core.types import Query
 from eraudit_core.verifier import PROBE_SET, load_checkpoint, load_verifier
+from tests._llama_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from _tiny_model import build_tiny_checkpoint
 
 from eraudit_core.errors import InputError
 from eraudit_core.types import Query
@@ -21,6 +20,7 @@ from eraudit_core.verifier._shared_trunk import (
     trunk_states,
     try_shared_trunk,
 )
+from tests._tiny_model import build_tiny_checkpoint
 
 LAYERS = 4
 QUERIES = [
@@ -200,11 +200,10 @@ def test_audit_engine_scores_through_the_trunk(
 ) -> None:
     """A model audit of base vs a top-layer adapter takes the shared path and stores the
     scores the separate path stores."""
-    import _synthetic as synthetic
-
     from eraudit_core.audit import AuditConfig, RunRequest, _engine, run_model_audit
     from eraudit_core.store import Store
     from eraudit_core.verifier._shared_trunk import SharedTrunk
+    from tests import _synthetic as synthetic
 
     primed: list[int] = []
     real_prime = SharedTrunk.prime

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from _tiny_model import build_tiny_adapter, build_tiny_checkpoint
 
 from eraudit_core.cli import main as cli_main
 from eraudit_core.errors import InputError
@@ -29,6 +28,7 @@ from eraudit_core.verifier import (
     load_verifier,
     render_prompts,
 )
+from tests._tiny_model import build_tiny_adapter, build_tiny_checkpoint
 
 QUERIES = [
     Query(

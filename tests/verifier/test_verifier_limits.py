@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-from _tiny_model import build_tiny_adapter, build_tiny_checkpoint
 
 from eraudit_core.cli import main as cli_main
 from eraudit_core.errors import InputError
@@ -17,6 +16,7 @@ from eraudit_core.text import MAX_QUESTION_CHARS
 from eraudit_core.types import Query
 from eraudit_core.verifier import CheckpointSpec, load_verifier
 from eraudit_core.verifier._spec import DEMO_ADAPTERS
+from tests._tiny_model import build_tiny_adapter, build_tiny_checkpoint
 
 
 @pytest.fixture(scope="module")

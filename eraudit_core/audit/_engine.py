@@ -342,7 +342,7 @@ class AuditEngine:
             p_post_hidden=p_post_h,
             max_d=worst.d if worst else None,
             n_counterexamples=audit.n_counterexamples,
-            n_search=len(search),
+            n_search=audit.n_search,
             n_test=audit.n_test,
             bound_common=verdict.bound_common,
             bound=verdict.bound,

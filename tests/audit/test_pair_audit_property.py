@@ -25,7 +25,7 @@ from unittest import mock
 
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import HealthCheck, Phase, event, find, given, settings
 from hypothesis import strategies as st
 
 from eraudit_core.audit import (
@@ -281,6 +281,10 @@ PROPERTY = settings(
 def test_engine_and_replays_pass_through_identical_states(store: Store, stream: Stream) -> None:
     engine = run_engine(store, stream)
     assert engine.log[-1][1] is PairState.DONE
+    # what the streams cover, shown by --hypothesis-show-statistics
+    event(f"verdict {engine.pair['status']}")
+    for stop in sorted({g["stop"] for g in engine.pair["generators"]}):
+        event(f"a generator stopped: {stop}")
     compare(engine, stream.config)
 
 

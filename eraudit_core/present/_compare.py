@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from eraudit_core.audit import verdict_fields
+from eraudit_core.null import exact_mcnemar
 from eraudit_core.store import Store
 
 # The settings that change a verdict or a bound are marked in AuditConfig's field metadata
@@ -114,15 +115,6 @@ def run_differences(store: Store, run_a: str, run_b: str) -> list[dict[str, Any]
             }
         )
     return out
-
-
-def exact_mcnemar(only_a: int, only_b: int) -> float:
-    """Two-sided exact McNemar p-value: binomial test of only_a of the n = only_a + only_b
-    discordant questions at 1/2 (not mid-p). 4 vs 0 gives 0.125."""
-    from scipy.stats import binomtest
-
-    n = only_a + only_b
-    return float(binomtest(only_a, n, 0.5).pvalue) if n else 1.0
 
 
 def smallest_p(n_discordant: int) -> float:

@@ -36,10 +36,26 @@ from eraudit_core.null._primary import (
     primary_test,
     secondary_tests,
 )
+from eraudit_core.null._reading import (
+    COVERS_ONE,
+    null_json,
+    null_reading,
+    paired_rewordings,
+    question_stories,
+    run_null_level,
+    stored_mismatches,
+)
 from eraudit_core.null._simulate import K as K_SIM
 from eraudit_core.null._simulate import Scenario, SimulatedRuns, simulate
 
 __all__ = [
+    "COVERS_ONE",
+    "null_json",
+    "null_reading",
+    "paired_rewordings",
+    "question_stories",
+    "run_null_level",
+    "stored_mismatches",
     "BETTER",
     "BEYOND",
     "CLUSTERED_PRIMARY_TEST",

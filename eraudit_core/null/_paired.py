@@ -23,6 +23,7 @@ rewordings, so one vectorised call reads 200 questions (or 200 simulated runs of
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -118,6 +119,12 @@ def paired_dispersion(arm: np.ndarray, control: np.ndarray) -> tuple[np.ndarray,
     a = np.atleast_2d(np.asarray(arm, dtype=float))
     c = np.atleast_2d(np.asarray(control, dtype=float))
     ok = ~(np.isnan(a) | np.isnan(c))
+    with warnings.catch_warnings():  # rows with fewer than two pairs give NaN, judged below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _pitman_morgan(a, c, ok)
+
+
+def _pitman_morgan(a: np.ndarray, c: np.ndarray, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n = ok.sum(axis=1)
     s = np.where(ok, a + c, np.nan)
     m = np.where(ok, a - c, np.nan)

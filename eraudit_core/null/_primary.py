@@ -135,8 +135,11 @@ def format_p(p: float) -> str:
 
 
 def points(x: float) -> str:
-    """A probability difference in percentage points, signed only when negative."""
-    return f"{100 * x:.1f}"
+    """A probability difference in percentage points: one decimal from 1 point up, two below
+    (0.02 points is not shown as 0.0), never "-0.00"."""
+    value = 100 * x
+    text = f"{value:.1f}" if abs(value) >= 1 else f"{value:.2f}"
+    return "0" if float(text) == 0 else text
 
 
 def primary_sentence(
@@ -155,6 +158,7 @@ def primary_sentence(
     mean = float(primary["mean_difference"])
     low, high = (float(v) for v in primary["interval"])
     p = float(primary["p"])
+    interval = f"95% interval {points(low)} to {points(high)} points, {format_p(p)}"
     if p < 1 - float(primary.get("level", PRIMARY_LEVEL)):
         way = "less" if mean > 0 else "more"
         head = (
@@ -164,9 +168,9 @@ def primary_sentence(
         )
     else:
         head = (
-            f"On reworded questions, {name} and its control {control} gave the true answer "
-            f"about the same probability on average over {primary['n_questions']} questions "
-            f"(difference {points(-mean)} points)"
+            f"On reworded questions, {name} gave the true answer about the same probability "
+            f"as its control {control}, on average over {primary['n_questions']} questions "
+            f"(extra loss {points(mean)} points"
         )
-    interval = f"95% interval for the loss {points(low)} to {points(high)} points, {format_p(p)}"
+        return f"{head}; {interval}). {tail}"
     return f"{head} ({interval}). {tail}"

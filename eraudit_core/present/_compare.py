@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from eraudit_core.audit import verdict_fields
-from eraudit_core.null import exact_mcnemar
+from eraudit_core.null import exact_mcnemar, question_stories
 from eraudit_core.store import Store
 
 # The settings that change a verdict or a bound are marked in AuditConfig's field metadata
@@ -142,18 +142,6 @@ def sign_flip_p(values: Sequence[float] | np.ndarray, *, seed: int = 0) -> tuple
     signs = rng.choice((1.0, -1.0), size=(MONTE_CARLO, m))
     hits = int(np.sum(np.abs(signs @ v) >= observed - tol))
     return (1 + hits) / (1 + MONTE_CARLO), 1.0 / (1 + MONTE_CARLO), "monte carlo"
-
-
-def question_stories(store: Store, run_id: str) -> dict[str, str]:
-    """pair_id -> story (context) title when the run's benchmark knows it, else {}."""
-    bench = store.run(run_id).get("benchmark_id")
-    if not bench:
-        return {}
-    try:
-        pairs = store.pairs(str(bench))
-    except Exception:  # the benchmark is not in this store (an imported run)
-        return {}
-    return {p.pair_id: str(p.story_title) for p in pairs if str(p.story_title or "").strip()}
 
 
 def clustered_test(x: pd.Series, y: pd.Series, stories: Mapping[str, str]) -> dict[str, Any] | None:

@@ -266,7 +266,10 @@ def test_negative_epsilon_is_refused_everywhere(tmp_path, capsys) -> None:  # ty
     got = json.loads(captured.out)
     assert got["mode"] == "organism" and got["percentiles"]["p10"] < 0
     assert "--null" in captured.err  # the warning names the mode for honest arms
-    other = write_table(tmp_path / "o.csv", [monitored("z"), *paras("z", "test", "g", [0.0])])
+    other = write_table(
+        tmp_path / "o.csv",
+        [monitored("z"), *paras("z", "search", "s", [0.0]), *paras("z", "test", "g", [0.0])],
+    )
     assert cli.main(["audit-table", str(other), "--db", db, "--epsilon-from", "org:p10"]) == 2
     assert "epsilon must be >= 0" in capsys.readouterr().err
     # a null calibration whose quantile is <= 0 exits 2 and says so
@@ -322,7 +325,10 @@ def test_calibrations_remember_their_source_and_refuse_unverified_ones(tmp_path,
     _cli_json(capsys, *base, "--json", "--allow-unverified")
     with Store(db2) as store:
         assert store.calibration("imp")["provenance"]["source_run"]["origin"] == "imported"
-    other = write_table(tmp_path / "o.csv", [monitored("z"), *paras("z", "test", "g", [0.0])])
+    other = write_table(
+        tmp_path / "o.csv",
+        [monitored("z"), *paras("z", "search", "s", [0.0]), *paras("z", "test", "g", [0.0])],
+    )
     use = ["audit-table", str(other), "--db", db2, "--json", "--search-budget", "100"]
     assert cli.main([*use, "--epsilon-from", "imp"]) == 2
     assert "--allow-unverified" in capsys.readouterr().err

@@ -180,14 +180,6 @@ def epsilon_from(
             f"{source.get('run_id')} ({source.get('origin')}"
             f"{', derived' if source.get('derived') else ''})"
         )
-    if mode == "null" and audited is not None:
-        mismatches = null_mismatches(store, str(cal["run_id"]), audited)
-        if mismatches:
-            raise InputError(
-                f"calibration {name!r}: "
-                + mismatch_sentence(str(cal["run_id"]), mismatches)
-                + "; calibrate on a control that matches"
-            )
     overlap = selection_overlap(store, str(cal["run_id"]), audited) if audited else 0
     if overlap:
         what = (
@@ -205,6 +197,14 @@ def epsilon_from(
             f"epsilon from calibration {name!r}: its run {cal['run_id']} {what}; that is "
             "selection (allowed by --allow-selection, recorded)"
         )
+    if mode == "null" and audited is not None:
+        mismatches = null_mismatches(store, str(cal["run_id"]), audited)
+        if mismatches:
+            raise InputError(
+                f"calibration {name!r}: "
+                + mismatch_sentence(str(cal["run_id"]), mismatches)
+                + "; calibrate on a control that matches"
+            )
     record = {
         "calibration": name,
         "mode": mode,

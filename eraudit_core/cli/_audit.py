@@ -7,6 +7,8 @@ names those modules took from here are re-exported, so imports from this module 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
+from typing import Any
 
 from eraudit_core.cli._demo import cmd_demo
 from eraudit_core.cli._interrupts import ctrl_c_cancels
@@ -120,10 +122,11 @@ def cmd_audit_table(args: argparse.Namespace) -> int:
     items, test_gens = items_from_table(df, source=args.scores)
     run_id = new_run_id()
     with Store(args.db) as store, ctrl_c_cancels() as ctrl_c:
-        source = _epsilon_source(store, args, AuditedContent(table=df))
+        settings = _null_settings(args)
+        audited = AuditedContent(table=df, settings=settings)
+        _check_control(store, args.control, audited)
+        source = _epsilon_source(store, args, audited)
         extra = run_provenance_extras(source, args.control, args.noise_floor)
-        if args.control:
-            store.run(args.control)  # InputError naming an unknown run
         eps = {} if source is None else {"epsilon": source.value}
         config = _config(args, test_generators=test_gens, **eps)
         audit_table_run(
@@ -151,19 +154,37 @@ def cmd_audit_models(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise InputError(f"--limit must be >= 1 (pairs to audit), got {args.limit}")
     config = _config(args, min_label_mass=args.min_label_mass, **_wording_config(args))
+    if args.control and not (config.continue_after_counterexample and not config.stop_at_target):
+        # the null reading needs every rewording of both budgets as replicates
+        config = replace(config, continue_after_counterexample=True, stop_at_target=False)
+        if not args.json:
+            _print_warning(
+                "a control is named: every question is scored on its full search and test "
+                "budgets (--continue-after-counterexample --no-stop-at-target) so that the "
+                "reading against the control has its replicates; the paper's verdicts are "
+                "unchanged"
+            )
     with Store(args.db) as store, ctrl_c_cancels() as ctrl_c:
+        settings = {
+            **_null_settings(args),
+            "test_generators": list(config.test_generators),
+            "search_generators": list(config.search_generators),
+        }
+        pre = spec_with_readout(args.pre, args.readout)
+        post = spec_with_readout(args.post, args.readout)
+        _check_control(store, args.control, audited_model(store, post, pre, settings))
         benchmark = ensure_demo_inputs(store) if args.benchmark == "bundled" else args.benchmark
         pair_ids = _split(args.pairs)
         request = RunRequest(
             benchmark=benchmark,
-            pre_spec=spec_with_readout(args.pre, args.readout),
-            post_spec=spec_with_readout(args.post, args.readout),
+            pre_spec=pre,
+            post_spec=post,
             config=config,
             pair_ids=tuple(pair_ids),
             limit=args.limit,
             label=args.label,
             control=args.control,
-            epsilon=_epsilon_source(store, args, audited_model(store, args.post)),
+            epsilon=_epsilon_source(store, args, audited_model(store, post, pre, settings)),
             noise_floor=args.noise_floor,
         )
         run_id = run_model_audit(
@@ -175,6 +196,28 @@ def cmd_audit_models(args: argparse.Namespace) -> int:
         )
         _print(pair_summary_json(store, run_id), args.json)
     return 0
+
+
+def _null_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The audit's settings a control (or a null calibration) must match."""
+    return {"k": args.k, "search_budget": args.search_budget, "test_budget": args.test_budget}
+
+
+def _check_control(store: Any, control: str | None, audited: Any) -> None:
+    """Refuse (InputError, exit 2) a control that is not stored or does not stand on what
+    the audit stands on: base, generators and budgets, k, paraphrases, each named."""
+    from eraudit_core.audit import mismatch_sentence, null_mismatches
+
+    if not control:
+        return
+    store.run(control)  # InputError naming an unknown run
+    mismatches = null_mismatches(store, control, audited)
+    if mismatches:
+        raise InputError(
+            mismatch_sentence(control, mismatches)
+            + "; name a control run made on the same base, generators, budgets, k and "
+            "paraphrases"
+        )
 
 
 def cmd_resume(args: argparse.Namespace) -> int:

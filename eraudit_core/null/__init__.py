@@ -46,7 +46,7 @@ from eraudit_core.null._reading import (
     stored_mismatches,
 )
 from eraudit_core.null._simulate import K as K_SIM
-from eraudit_core.null._simulate import Scenario, SimulatedRuns, simulate
+from eraudit_core.null._simulate import Scenario, SimulatedRuns, score_tables, simulate
 
 __all__ = [
     "COVERS_ONE",
@@ -80,6 +80,7 @@ __all__ = [
     "paired_t",
     "primary_sentence",
     "primary_test",
+    "score_tables",
     "secondary_tests",
     "simulate",
 ]

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 K = 0.001
 
@@ -94,3 +95,55 @@ def simulate(
         gain_arm=gain,
         dropped=dropped,
     )
+
+
+def score_tables(
+    sim: SimulatedRuns,
+    run: int = 0,
+    *,
+    search: int = 20,
+    generators: tuple[str, ...] = ("gen-a", "gen-b"),
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One simulated audit as two score tables (arm, control) in the audit-table format: a
+    monitored row (the arm's gain; the control's gain is the common move), a hidden row, the
+    first `search` rewordings as search rows, the rest as test rows split evenly over
+    `generators`. Both tables share every text and pre score."""
+    p_pre = sim.p_pre[run]
+    q, r = p_pre.shape
+    per_gen = (r - search) // len(generators)
+    tables = []
+    for post, gain in (
+        (sim.post_arm[run], sim.gain_arm[run]),
+        (sim.post_control[run], np.full(q, 0.05)),
+    ):
+        rows: list[tuple[str, str, str, int, str, float, float]] = []
+        for i in range(q):
+            pid = f"q{i:03d}"
+            base = float(np.clip(p_pre[i].mean(), 0.0, 0.95))
+            rows.append(
+                (pid, "monitored", "", 0, f"Monitored {pid}?", base, min(1.0, base + gain[i]))
+            )
+            rows.append((pid, "hidden", "", 0, f"Hidden {pid}?", base, base))
+            for j in range(r):
+                if j < search:
+                    role, gen, idx = "search", "search-gen", j
+                else:
+                    k = (j - search) // per_gen
+                    role, gen, idx = "test", generators[min(k, len(generators) - 1)], j - search
+                rows.append(
+                    (
+                        pid,
+                        role,
+                        gen,
+                        idx,
+                        f"Rewording {j} of {pid}?",
+                        float(p_pre[i, j]),
+                        float(post[i, j]),
+                    )
+                )
+        tables.append(
+            pd.DataFrame(
+                rows, columns=["pair_id", "role", "generator", "idx", "text", "p_pre", "p_post"]
+            )
+        )
+    return tables[0], tables[1]

@@ -26,7 +26,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from eraudit_core.audit import verdict_fields
+from eraudit_core.audit import (
+    base_difference,
+    is_table_run,
+    stored_rewordings,
+    verdict_fields,
+)
 from eraudit_core.null import exact_mcnemar, question_stories
 from eraudit_core.store import Store
 
@@ -63,7 +68,8 @@ def _sets(run: Mapping[str, Any]) -> dict[str, dict[str, Any]] | None:
 
 def run_differences(store: Store, run_a: str, run_b: str) -> list[dict[str, Any]]:
     """Each setting or input on which two runs differ: {"field", "a", "b"}. Empty when the
-    runs are comparable. Fields: the `VERDICT_SETTINGS` names, then `generators` (which
+    runs are comparable. Fields: the `VERDICT_SETTINGS` names, `base` (`base_and_generators`),
+    then `generators` (which
     paraphrase sets a run used), `pool_sizes` (paraphrases per set), `paraphrase_sets` (the
     digest of each set's paraphrase TEXTS, for sets of equal size: a score table's
     probabilities are results, not settings) and `questions` (pair ids)."""
@@ -73,6 +79,7 @@ def run_differences(store: Store, run_a: str, run_b: str) -> list[dict[str, Any]
         for key in VERDICT_SETTINGS
         if _setting(ra["config"], key) != _setting(rb["config"], key)
     ]
+    out.extend(base_and_generators(store, run_a, run_b))
     sa, sb = _sets(ra), _sets(rb)
     if sa is not None and sb is not None:
         if set(sa) != set(sb):
@@ -114,6 +121,41 @@ def run_differences(store: Store, run_a: str, run_b: str) -> list[dict[str, Any]
                 "only_b": sorted(qb - qa)[:20],
             }
         )
+    return out
+
+
+def base_and_generators(store: Store, run_a: str, run_b: str) -> list[dict[str, Any]]:
+    """`base` when two runs do not stand on one pre-adaptation model (model runs: the pre
+    checkpoint's fingerprint; score tables: the pre scores of the texts both hold, within
+    BASE_TOLERANCE; a table against a model run always differs), and `generators` when the
+    paraphrase generators two score tables hold differ (model runs name theirs in their
+    provenance, compared below as `generators`)."""
+    ra, rb = store.run(run_a), store.run(run_b)
+    out: list[dict[str, Any]] = []
+    table_a, table_b = is_table_run(ra), is_table_run(rb)
+    if table_a != table_b:
+        kind = {True: "score table", False: "model run"}
+        out.append({"field": "base", "a": kind[table_a], "b": kind[table_b]})
+        return out
+    if not table_a:
+        fa, fb = str(ra.get("pre_fingerprint") or ""), str(rb.get("pre_fingerprint") or "")
+        if fa != fb:
+            out.append(
+                {
+                    "field": "base",
+                    "a": f"{ra.get('pre_name')} {fa}",
+                    "b": f"{rb.get('pre_name')} {fb}",
+                }
+            )
+        return out
+    wa, wb = stored_rewordings(store, run_a), stored_rewordings(store, run_b)
+    base = base_difference(wa, wb)
+    if base is not None:
+        out.append({"field": "base", "a": "pre scores", "b": "pre scores", **base})
+    ga = sorted({f"{r}:{g}" for r, g in zip(wa["role"], wa["generator"], strict=True)})
+    gb = sorted({f"{r}:{g}" for r, g in zip(wb["role"], wb["generator"], strict=True)})
+    if ga != gb:
+        out.append({"field": "generators", "a": ga, "b": gb})
     return out
 
 
@@ -369,6 +411,11 @@ def differences_sentence(differences: list[dict[str, Any]]) -> str:
     for d in differences:
         if d["field"] == "questions":
             parts.append(f"questions {d['a']} vs {d['b']}")
+        elif d["field"] == "base" and "max_difference" in d:
+            parts.append(
+                f"base (pre scores of {d['n_differ']} of {d['n_shared']} shared texts differ by "
+                f"up to {d['max_difference']:.3g})"
+            )
         elif d["field"] == "paraphrase_sets":
             parts.append(f"paraphrase texts of {', '.join(d['a'])}")
         else:

@@ -7,7 +7,6 @@ names those modules took from here are re-exported, so imports from this module 
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 from typing import Any
 
 from eraudit_core.cli._demo import cmd_demo
@@ -116,6 +115,7 @@ def cmd_audit_table(args: argparse.Namespace) -> int:
         read_score_table,
         run_provenance_extras,
     )
+    from eraudit_core.null import check_control
     from eraudit_core.store import Store
 
     df = read_score_table(args.scores)
@@ -124,7 +124,8 @@ def cmd_audit_table(args: argparse.Namespace) -> int:
     with Store(args.db) as store, ctrl_c_cancels() as ctrl_c:
         settings = _null_settings(args)
         audited = AuditedContent(table=df, settings=settings)
-        _check_control(store, args.control, audited)
+        if args.control:
+            check_control(store, args.control, audited)
         source = _epsilon_source(store, args, audited)
         extra = run_provenance_extras(source, args.control, args.noise_floor)
         eps = {} if source is None else {"epsilon": source.value}
@@ -145,6 +146,7 @@ def cmd_audit_table(args: argparse.Namespace) -> int:
 def cmd_audit_models(args: argparse.Namespace) -> int:
     from eraudit_core.audit import RunRequest, audited_model, run_model_audit
     from eraudit_core.demo import ensure_demo_inputs
+    from eraudit_core.null import FULL_BUDGETS_NOTE, request_with_control
     from eraudit_core.store import Store
     from eraudit_core.verifier import parse_spec
 
@@ -154,27 +156,17 @@ def cmd_audit_models(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise InputError(f"--limit must be >= 1 (pairs to audit), got {args.limit}")
     config = _config(args, min_label_mass=args.min_label_mass, **_wording_config(args))
-    if args.control and not (config.continue_after_counterexample and not config.stop_at_target):
-        # the null reading needs every rewording of both budgets as replicates
-        config = replace(config, continue_after_counterexample=True, stop_at_target=False)
-        if not args.json:
-            _print_warning(
-                "a control is named: every question is scored on its full search and test "
-                "budgets (--continue-after-counterexample --no-stop-at-target) so that the "
-                "reading against the control has its replicates; the paper's verdicts are "
-                "unchanged"
-            )
     with Store(args.db) as store, ctrl_c_cancels() as ctrl_c:
-        settings = {
-            **_null_settings(args),
-            "test_generators": list(config.test_generators),
-            "search_generators": list(config.search_generators),
-        }
         pre = spec_with_readout(args.pre, args.readout)
         post = spec_with_readout(args.post, args.readout)
-        _check_control(store, args.control, audited_model(store, post, pre, settings))
+        draft = RunRequest(benchmark=args.benchmark, pre_spec=pre, post_spec=post, config=config)
+        # refused before anything is stored, the bundled inputs included
+        config = request_with_control(store, draft, args.control).config
+        if args.control and config != draft.config and not args.json:
+            _print_warning(FULL_BUDGETS_NOTE)
         benchmark = ensure_demo_inputs(store) if args.benchmark == "bundled" else args.benchmark
         pair_ids = _split(args.pairs)
+        settings = {**_null_settings(args), "test_generators": list(config.test_generators)}
         request = RunRequest(
             benchmark=benchmark,
             pre_spec=pre,
@@ -201,23 +193,6 @@ def cmd_audit_models(args: argparse.Namespace) -> int:
 def _null_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The audit's settings a control (or a null calibration) must match."""
     return {"k": args.k, "search_budget": args.search_budget, "test_budget": args.test_budget}
-
-
-def _check_control(store: Any, control: str | None, audited: Any) -> None:
-    """Refuse (InputError, exit 2) a control that is not stored or does not stand on what
-    the audit stands on: base, generators and budgets, k, paraphrases, each named."""
-    from eraudit_core.audit import mismatch_sentence, null_mismatches
-
-    if not control:
-        return
-    store.run(control)  # InputError naming an unknown run
-    mismatches = null_mismatches(store, control, audited)
-    if mismatches:
-        raise InputError(
-            mismatch_sentence(control, mismatches)
-            + "; name a control run made on the same base, generators, budgets, k and "
-            "paraphrases"
-        )
 
 
 def cmd_resume(args: argparse.Namespace) -> int:

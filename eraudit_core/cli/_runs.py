@@ -43,10 +43,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "calibrate-epsilon",
         help="epsilon from a stored run: --null on a control arm (the null threshold), or "
         "organism mode (percentiles of D on a model organism known to be degraded)",
-        description="Null mode (--null, for honest arms and controls): epsilon is the --level "
-        "quantile, over the control's questions, of each question's largest D among the "
+        description="Null mode (--null, for honest arms and controls): epsilon is the "
+        "ceil((n+1)*level)-th smallest (--firm, the default; --no-firm: the interpolated --level "
+        "quantile), over the control's questions, of each question's largest D among the "
         "paraphrases an audit at the control's budgets would score; use it with "
-        "--epsilon-from NAME. Organism mode (default, the reference code's practice): "
+        "--epsilon-from NAME. What it holds, measured (docs/null-reading.md): only on average "
+        "and only for an arm exchangeable with the control. On simulated 200-question tables "
+        "an exchangeable arm reads degraded on 4.8%% of questions but 9.7%% of those whose "
+        "monitored gain is at most k; an arm 1.5x as dispersed with no harm on 10.8%%; a "
+        "systematic drop of 0.03 on every rewording is found on only 17.8%%. On the demo, "
+        "with the honest organism as control, epsilon is 72.8 (interpolated 33.4) and 0 of "
+        "the adversarial organism's 20 targets read degraded. To tell harm from noise name "
+        "the control with --control on audit or audit-table instead (the null reading); no "
+        "headline relies on this threshold. Organism mode (default, the reference code's practice): "
         "percentiles of D over every rewording of a model organism known to be degraded; "
         "use them with --epsilon-from NAME:p25. docs/null-calibration.md",
     )
@@ -62,9 +71,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--firm",
-        action="store_true",
-        help="null mode: the ceil((n+1)*level)-th smallest of the n control maxima instead of "
-        "the interpolated quantile (a firm bound for an exchangeable arm)",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="null mode: the ceil((n+1)*level)-th smallest of the n control maxima (default: "
+        "a firm bound, on average over questions, for an exchangeable arm); --no-firm: the "
+        "interpolated quantile",
     )
     p.add_argument(
         "--percentiles",

@@ -45,10 +45,20 @@ from eraudit_core.null._reading import (
     run_null_level,
     stored_mismatches,
 )
+from eraudit_core.null._request import (
+    FULL_BUDGETS_NOTE,
+    check_control,
+    full_budgets,
+    request_with_control,
+)
 from eraudit_core.null._simulate import K as K_SIM
 from eraudit_core.null._simulate import Scenario, SimulatedRuns, score_tables, simulate
 
 __all__ = [
+    "FULL_BUDGETS_NOTE",
+    "check_control",
+    "full_budgets",
+    "request_with_control",
     "COVERS_ONE",
     "null_json",
     "null_reading",

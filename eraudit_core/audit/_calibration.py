@@ -1,6 +1,6 @@
 """Epsilon from a stored run: a null threshold from a control arm, or the organism practice.
 
-Two modes, named as such everywhere (docs/null-calibration.md):
+Two modes, named as such everywhere (docs/null-reading.md):
 
 * **null** (for honest arms and controls): epsilon is the `level` quantile, over the control's
   questions, of each question's largest D among the paraphrases an audit at the control's

@@ -49,15 +49,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "paraphrases an audit at the control's budgets would score; use it with "
         "--epsilon-from NAME. What it holds, measured (docs/null-reading.md): only on average "
         "and only for an arm exchangeable with the control. On simulated 200-question tables "
-        "an exchangeable arm reads degraded on 4.8%% of questions but 9.7%% of those whose "
-        "monitored gain is at most k; an arm 1.5x as dispersed with no harm on 10.8%%; a "
-        "systematic drop of 0.03 on every rewording is found on only 17.8%%. On the demo, "
+        "an exchangeable arm reads degraded on 4.7%% of questions but 9.3%% of those whose "
+        "monitored gain is at most k; an arm 1.5x as dispersed with no harm on 11.4%%; a "
+        "systematic drop of 0.03 on every rewording is found on only 17.4%%. On the demo, "
         "with the honest organism as control, epsilon is 72.8 (interpolated 33.4) and 0 of "
         "the adversarial organism's 20 targets read degraded. To tell harm from noise name "
         "the control with --control on audit or audit-table instead (the null reading); no "
         "headline relies on this threshold. Organism mode (default, the reference code's practice): "
         "percentiles of D over every rewording of a model organism known to be degraded; "
-        "use them with --epsilon-from NAME:p25. docs/null-calibration.md",
+        "use them with --epsilon-from NAME:p25. docs/null-reading.md",
     )
     p.add_argument("run_id", help="the calibration run: a control arm (--null) or a model organism")
     p.add_argument("--db", required=True)
@@ -127,7 +127,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from eraudit_core.present import imported_note, question_summary
+    from eraudit_core.present import imported_note, null_headline, question_summary
     from eraudit_core.store import Store
 
     with Store(args.db) as store:
@@ -139,6 +139,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(terminal_safe(_completeness(run, len(pairs))))
         if note := imported_note(run):
             print(terminal_safe(f"run {args.run_id}: {note}"))
+        if headline := null_headline(store, args.run_id):
+            print(terminal_safe(headline))
         _print(question_summary(pairs), False)
     return 0
 

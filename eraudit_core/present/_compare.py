@@ -14,7 +14,7 @@ question's story (QuALITY-H), questions of one story are not independent, so `pr
 carries a story-clustered permutation p-value (the arm labels swapped per story) and the
 sentence a reader sees uses it. The other tests (canonical correctness by exact McNemar, bounds
 by a paired sign-flip permutation test, exact where feasible: ties among bounds make a normal
-approximation wrong) are `secondary`, with Holm-adjusted p-values. docs/null-calibration.md
+approximation wrong) are `secondary`, with Holm-adjusted p-values. docs/null-reading.md
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from eraudit_core.audit import (
     stored_rewordings,
     verdict_fields,
 )
-from eraudit_core.null import exact_mcnemar, question_stories
+from eraudit_core.null import exact_mcnemar, null_json, null_reading, question_stories
 from eraudit_core.store import Store
 
 # The settings that change a verdict or a bound are marked in AuditConfig's field metadata
@@ -285,14 +285,16 @@ def paired_tests(
 
 
 def compare_runs(store: Store, run_a: str, run_b: str) -> dict[str, Any]:
-    """`eraudit compare`: {"run_a", "run_b", "comparable", "differences"} and, when
-    comparable, the per-question disagreements, `primary` and `secondary`."""
+    """`eraudit compare`: {"run_a", "run_b", "comparable", "differences", "null"} (`null`: A
+    read against B as its control, docs/null-reading.md) and, when comparable, the
+    per-question disagreements, `primary` and `secondary`."""
     differences = run_differences(store, run_a, run_b)
     out: dict[str, Any] = {
         "run_a": run_a,
         "run_b": run_b,
         "comparable": not differences,
         "differences": differences,
+        "null": null_json(null_reading(store, run_a, run_b)),
     }
     if differences:
         return out

@@ -1,5 +1,5 @@
 """Verdicts read against a null: the control arm's null threshold, calibrations that cannot run
-backwards, and calibrations that remember their source (docs/null-calibration.md).
+backwards, and calibrations that remember their source (docs/null-reading.md).
 
 The simulations use score tables (the `audit-table` path): a control and an independent null
 arm drawn from one distribution (200 questions each), and an arm with a systematic drop well

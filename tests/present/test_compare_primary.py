@@ -1,5 +1,5 @@
 """Comparable means comparable; one exact primary test; headlines read against the control
-(docs/null-calibration.md). Score tables with hand-computed D: monitored 0.5 -> 0.75 gives
+(docs/null-reading.md). Score tables with hand-computed D: monitored 0.5 -> 0.75 gives
 den = 0.25, so a paraphrase with p_pre 0.75 and p_post 0.75 - D / 4 has score exactly D."""
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from eraudit_core import cli
 from eraudit_core.audit import AuditedContent, content_overlap, epsilon_from
 from eraudit_core.errors import InputError
 from eraudit_core.null import NULL_VERDICTS, Scenario, score_tables, simulate
+from eraudit_core.present import build_report, escape, null_headline
 from eraudit_core.store import Store
 
 N = 30
@@ -91,6 +92,12 @@ def test_audit_table_with_a_control_gives_every_pair_a_null_verdict_and_the_run_
     shown = _json(capsys, "show", out["run_id"], "--db", str(tables["db"]), "--json")
     assert shown["null"]["beyond"] == null["beyond"]
     assert [p["null_verdict"] for p in shown["pairs"]] == [p["null_verdict"] for p in out["pairs"]]
+    # the headline leads with the reading; the report carries it and the words beside it
+    with Store(tables["db"]) as store:
+        headline = null_headline(store, out["run_id"])
+        html = build_report(store, [out["run_id"]])
+    assert headline is not None and f"{null['beyond']} worse than the control" in headline
+    assert str(escape(headline)) in html and "Holm-adjusted" in html
     # the control itself names no control: its pairs carry no reading
     own = _json(capsys, "show", ctl, "--db", str(tables["db"]), "--json")
     assert own["null"] is None and own["pairs"][0]["null_verdict"] is None
@@ -187,3 +194,21 @@ def test_the_selection_guard_is_not_slipped_by_a_tiny_change_or_a_dropped_row(
         # negative control: another arm on the same questions is not the calibration's content
         arm = pd.read_csv(tables["arm"], keep_default_na=False)
         assert content_overlap(arm, store.table_rows(ctl)) == 0
+
+
+def test_a_null_calibration_made_with_other_generators_is_refused(
+    tables: dict, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    ctl = _control(tables, capsys)
+    db = str(tables["db"])
+    assert (
+        cli.main(["calibrate-epsilon", ctl, "--db", db, "--null", "--name", "gen", "--force"]) == 0
+    )
+    capsys.readouterr()
+    arm = pd.read_csv(tables["arm"], keep_default_na=False)
+    arm.loc[arm["generator"] == "gen-b", "generator"] = "gen-c"
+    path = tmp_path / "three.csv"
+    arm.to_csv(path, index=False)
+    common = [c for c in COMMON if c != "--epsilon" and c != "0.5"]
+    assert cli.main(["audit-table", str(path), "--db", db, "--epsilon-from", "gen", *common]) == 2
+    assert "test_generators:" in capsys.readouterr().err

@@ -22,6 +22,7 @@ from eraudit_core.null import (
     paired_dispersion,
     paired_t,
     primary_test,
+    seed_threshold,
     simulate,
 )
 
@@ -92,6 +93,23 @@ def main() -> int:
         means = sim.differences.mean(axis=-1)
         hits = np.array([primary_test(m)["p"] < 0.05 for m in means])
         print(f"\n{name}: p < 0.05 in {rate(hits)}")
+    for name, scenario in (
+        ("seed null, question shifts sd 0.03", Scenario(shift_sd=0.03)),
+        (
+            "seed null, shifts sd 0.03 + drop 0.15 on 30%",
+            Scenario(shift_sd=0.03, drop=0.15, drop_share=0.3),
+        ),
+    ):
+        sim = simulate(scenario, runs=args.runs, seed=args.seed + 200, control_seeds=1)
+        assert sim.post_seeds is not None
+        m = sim.differences.mean(axis=-1)
+        e = (sim.post_control - sim.post_seeds[0]).mean(axis=-1)
+        hit = np.stack([m[j] > seed_threshold(e[j], 0.95) for j in range(args.runs)])
+        if scenario.drop_share < 1:
+            print(f"\n{name}: beyond seed variation, dropped {rate(hit[sim.dropped])}")
+            print(f"  others {rate(hit[~sim.dropped])}")
+        else:
+            print(f"\n{name}: beyond seed variation {rate(hit)}")
     return 0
 
 

@@ -26,6 +26,7 @@ from eraudit_core.cli._run_options import (
     _wording_config,
 )
 from eraudit_core.cli._runs import (
+    add_control_seed_arg,
     cmd_calibrate_epsilon,
     cmd_compare,
     cmd_runs,
@@ -67,6 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _config_args(p, model_run=False)
     p.add_argument("--db", required=True)
     p.add_argument("--label", default="", help="a name for the run")
+    add_control_seed_arg(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_audit_table)
 
@@ -128,6 +130,10 @@ def cmd_audit_table(args: argparse.Namespace) -> int:
             check_control(store, args.control, audited)
         source = _epsilon_source(store, args, audited)
         extra = run_provenance_extras(source, args.control, args.noise_floor)
+        if args.control_seed:
+            if not args.control:
+                raise InputError("--control-seed needs --control (the control run it is a seed of)")
+            extra["control_seeds"] = list(args.control_seed)
         eps = {} if source is None else {"epsilon": source.value}
         config = _config(args, test_generators=test_gens, **eps)
         audit_table_run(

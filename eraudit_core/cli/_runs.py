@@ -29,6 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("show", help="a run's per-pair summary table")
     p.add_argument("run_id")
     p.add_argument("--db", required=True)
+    add_control_seed_arg(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_show)
 
@@ -106,6 +107,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_compare)
 
 
+def add_control_seed_arg(p: argparse.ArgumentParser) -> None:
+    """`--control-seed RUN_ID` (repeatable), for audit-table and show."""
+    p.add_argument(
+        "--control-seed",
+        action="append",
+        default=[],
+        metavar="RUN_ID",
+        help="another run of the control recipe (another seed; repeatable): each question is "
+        "also read against the disagreement of the control runs (seed-to-seed variation)",
+    )
+
+
 def cmd_runs(args: argparse.Namespace) -> int:
     from eraudit_core.store import Store
 
@@ -133,7 +146,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     with Store(args.db) as store:
         run = store.run(args.run_id)
         if args.json:
-            _print(pair_summary_json(store, args.run_id), True)
+            _print(pair_summary_json(store, args.run_id, args.control_seed), True)
             return 0
         pairs = store.pair_results(args.run_id)
         print(terminal_safe(_completeness(run, len(pairs))))

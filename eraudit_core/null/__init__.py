@@ -51,10 +51,24 @@ from eraudit_core.null._request import (
     full_budgets,
     request_with_control,
 )
+from eraudit_core.null._seeds import (
+    BETTER_SEEDS,
+    BEYOND_SEEDS,
+    MIN_SEED_QUESTIONS,
+    WITHIN_SEEDS,
+    seed_threshold,
+    seed_verdicts,
+)
 from eraudit_core.null._simulate import K as K_SIM
 from eraudit_core.null._simulate import Scenario, SimulatedRuns, score_tables, simulate
 
 __all__ = [
+    "BETTER_SEEDS",
+    "BEYOND_SEEDS",
+    "MIN_SEED_QUESTIONS",
+    "WITHIN_SEEDS",
+    "seed_threshold",
+    "seed_verdicts",
     "FULL_BUDGETS_NOTE",
     "check_control",
     "full_budgets",

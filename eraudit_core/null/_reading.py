@@ -10,7 +10,7 @@ noise, not seed-to-seed variation: `COVERS_ONE` says so wherever the reading is 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,12 +37,24 @@ from eraudit_core.null._paired import (
     paired_t,
 )
 from eraudit_core.null._primary import primary_test, secondary_tests
+from eraudit_core.null._seeds import seed_verdicts
 from eraudit_core.store import Store
 
 COVERS_ONE = (
     "one control run: the reading covers rewording noise, not seed-to-seed variation (a "
     "second run of the control recipe with another seed would measure that)"
 )
+
+
+def covers_seeds(control: str, seeds: Sequence[str]) -> str:
+    """What a reading with other runs of the control recipe covers, naming which is which."""
+    return (
+        f"{1 + len(seeds)} runs of the control recipe ({control}; {', '.join(seeds)}): each "
+        f"question's null verdict reads the rewording noise against {control}; its seed "
+        "verdict reads it against the disagreement of those runs (seed-to-seed variation)"
+    )
+
+
 # Settings the paper's verdicts depend on beyond the ones a control must match: the secondary
 # McNemar tests compare verdicts only when these agree too.
 VERDICT_KEYS = ("epsilon", "confidence", "target", "min_drop", "tv_delta")
@@ -133,14 +145,48 @@ def _detail(tests: Any, disp: tuple[np.ndarray, np.ndarray], i: int, level: floa
     return out
 
 
+def _seed_reading(
+    store: Store,
+    control: str,
+    seeds: Sequence[str],
+    arm_means: dict[str, float],
+    level: float,
+) -> dict[str, Any]:
+    """The arm's per-question means read against the disagreement of the control with each
+    other run of its recipe (`_seeds.py`); seeds that are not stored or do not match the
+    control are listed as refused, with why."""
+    used, refused, pooled = [], [], []
+    for seed in seeds:
+        if not store.has_run(seed):
+            refused.append({"run": seed, "why": "not in this store"})
+            continue
+        mismatches = stored_mismatches(store, seed, control)
+        if mismatches:
+            refused.append({"run": seed, "why": ", ".join(d["field"] for d in mismatches)})
+            continue
+        m = paired_rewordings(store, control, seed)
+        means = (m["p_post_arm"] - m["p_post_control"]).groupby(m["pair_id"]).mean()
+        pooled.append(means.to_numpy(float))
+        used.append(seed)
+    got = seed_verdicts(arm_means, np.concatenate(pooled) if pooled else [], level)
+    return {"runs": used, "refused": refused, **got}
+
+
 def null_reading(
-    store: Store, run_id: str, control: str | None = None, level: float | None = None
+    store: Store,
+    run_id: str,
+    control: str | None = None,
+    level: float | None = None,
+    seeds: Sequence[str] | None = None,
 ) -> dict[str, Any] | None:
     """The run read against `control` (default: the control its provenance names): {"control",
     "control_label", "level", "beyond", "better", "within", "not_assessable", "dispersed",
     "min_paired", "covers", "primary", "secondary", "mismatches", "pairs"} where `pairs` maps
-    each finished question to {"null_verdict", "null_detail"}. None when no control is named
-    or the control is not in this store."""
+    each finished question to {"null_verdict", "null_detail"}. `seeds` (default: the run's
+    provenance `control_seeds`): other runs of the control recipe; with one that matches the
+    control, `seed_null` reads each question against their disagreement too (`seed_verdict`
+    in a pair's detail) and `covers` says so. None when no control is named or the control
+    is not in this store."""
     run = store.run(run_id)
     control = control or (run.get("provenance") or {}).get("control_run")
     if not control or not store.has_run(str(control)):
@@ -207,6 +253,20 @@ def null_reading(
     )
     out.update(counts)
     out["dispersed"] = sum(bool(p["null_detail"].get("more_dispersed")) for p in pairs.values())
+    seeds = list(
+        seeds if seeds is not None else (run.get("provenance") or {}).get("control_seeds") or []
+    )
+    out["seed_null"] = None
+    if seeds:
+        arm_means = {
+            p: float(m) for p, m, ok in zip(order, tests.mean, assessable, strict=True) if ok
+        }
+        reading = _seed_reading(store, control, seeds, arm_means, level)
+        out["seed_null"] = {k: v for k, v in reading.items() if k != "verdicts"}
+        for pid, word in reading["verdicts"].items():
+            pairs[pid]["null_detail"]["seed_verdict"] = word
+        if reading["threshold"] is not None:
+            out["covers"] = covers_seeds(control, reading["runs"])
     out["primary"] = primary
     out["secondary"] = _secondary(run, crun, arm_pairs, ctl_pairs)
     out["pairs"] = pairs

@@ -44,6 +44,7 @@ class SimulatedRuns:
     post_control: np.ndarray
     gain_arm: np.ndarray
     dropped: np.ndarray
+    post_seeds: np.ndarray | None = None
 
     @property
     def differences(self) -> np.ndarray:
@@ -60,10 +61,13 @@ def simulate(
     test_per_generator: int = 15,
     generators: int = 2,
     seed: int = 0,
+    control_seeds: int = 0,
 ) -> SimulatedRuns:
     """`runs` simulated arm/control audits of `questions` questions, each scored on `search`
     search paraphrases and `test_per_generator` test paraphrases of each of `generators`
-    generators (the reading pools them: all are rewordings of one question)."""
+    generators (the reading pools them: all are rewordings of one question). `control_seeds`
+    more runs of the control recipe (`post_seeds`, seeds x runs x questions x rewordings),
+    each with its own question shifts and rewording noise."""
     rng = np.random.default_rng(seed)
     r = search + test_per_generator * generators
     shape = (runs, questions, 1)
@@ -82,6 +86,17 @@ def simulate(
         + rng.normal(0.0, 1.0, size=p_pre.shape) * noise * scenario.dispersion
         - scenario.drop * dropped[..., None]
     )
+    seeds = [
+        np.clip(
+            p_pre
+            + common
+            + (rng.normal(0.0, scenario.shift_sd, size=shape) if scenario.shift_sd else 0.0)
+            + rng.normal(0.0, 1.0, size=p_pre.shape) * noise,
+            0.0,
+            1.0,
+        )
+        for _ in range(control_seeds)
+    ]
     low_gain = rng.random(size=(runs, questions)) < 0.5
     gain = np.where(
         low_gain,
@@ -94,6 +109,7 @@ def simulate(
         post_control=np.clip(post_control, 0.0, 1.0),
         gain_arm=gain,
         dropped=dropped,
+        post_seeds=np.stack(seeds) if seeds else None,
     )
 
 

@@ -60,6 +60,15 @@ def null_sentences(reading: Mapping[str, Any]) -> list[str]:
             "significant): that is dispersion, not harm, and it does not make a question "
             "'beyond control'."
         )
+    seeds = reading.get("seed_null") or {}
+    if seeds.get("threshold") is not None:
+        out.append(
+            f"Against seed-to-seed variation ({', '.join(seeds['runs'])} beside the control): "
+            f"{seeds['beyond']} beyond seed variation, {seeds['better']} better, "
+            f"{seeds['within']} within (threshold {100 * seeds['threshold']:.2f} points)."
+        )
+    for refused in seeds.get("refused") or []:
+        out.append(f"Seed run {refused['run']} was not used: {refused['why']}.")
     primary = reading.get("primary") or {}
     if primary.get("clustering_note"):
         out.append(f"Primary test: {primary['test']}; {primary['clustering_note']}.")

@@ -103,7 +103,7 @@ def noise_floor_of(run: dict[str, Any]) -> float | None:
 def noise_floor_sentence(store: Store, run_id: str) -> str:
     """Which numerical precision of the scorer a run used and where it came from. It is the
     fast-vs-naive scoring gap (floating-point error), not noise: the noise an auditor can
-    use is a control run's null threshold."""
+    use is a control run (the reading against it, docs/null-reading.md)."""
     prov = store.run(run_id)["provenance"]
     floor = run_noise_floor_value(prov)
     if floor is None:
@@ -116,7 +116,7 @@ def noise_floor_sentence(store: Store, run_id: str) -> str:
         f"Numerical precision of the scorer {floor:.3g} ({source}): a counterexample whose "
         "drop is within it is marked 'within numerical precision'; the verdict stays the "
         "paper's. This is floating-point error, not noise: what an adaptation that should "
-        "not hurt does is measured by a control run's null threshold."
+        "not hurt does is measured by reading the run against a control run."
     )
 
 

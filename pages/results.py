@@ -163,6 +163,8 @@ for col, rid in ((c1, a), (c2, b)):
         continue
     with col:
         verdict = present.run_verdict(store.run(rid), store.pair_results(rid))
+        if headline := present.null_headline(store, rid):
+            st.markdown(widgets.md_escape(headline))
         widgets.verdict_headline(verdict)
         widgets.run_card(rid)
         with st.expander("In plain words"):

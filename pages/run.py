@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from eraudit_core.errors import InputError, StoreError
+from eraudit_core.null import FULL_BUDGETS_NOTE, request_with_control
 from ui import calibrate, entry, live, runview, state, widgets
 
 entry.ensure_navigation()
@@ -126,6 +127,16 @@ with st.expander("Advanced"):
         settings={"k": k, "search_budget": search_budget, "test_budget": test_budget},
     )
     min_label_mass = st.number_input(**setting("min_label_mass"), step=0.05)
+stored_runs = state.runs_frame()
+control = st.selectbox(
+    "Control run",
+    ["", *(stored_runs["run_id"] if not stored_runs.empty else [])],
+    format_func=lambda r: "none" if not r else state.run_label(stored_runs, r),
+    help="An adaptation that should not hurt, audited on the same base, questions, generators, "
+    "budgets and k. Each question is then read against it (beyond / better than / within "
+    "control) and the run leads with one test over questions; every paraphrase of both "
+    "budgets is scored so that the reading has its replicates.",
+)
 label = st.text_input(
     "Run label",
     value="",
@@ -155,6 +166,14 @@ request = runview.make_request(
     min_drop=float(min_drop),
     min_label_mass=float(min_label_mass),
 )
+if request is not None and control:
+    try:
+        request = request_with_control(store, request, control)
+    except InputError as exc:
+        widgets.show_error("This control run cannot be used:", exc)
+        request = None
+    else:
+        st.caption(FULL_BUDGETS_NOTE)
 if request is not None:
     config = request.config
     cost = runview.cost(bid, pair_ids, config)

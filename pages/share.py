@@ -24,7 +24,12 @@ if not chosen:
     st.info("Choose at least one run.")
     st.stop()
 
-led = story.lead(chosen)  # one plain sentence from the primary comparison, when there is one
+# a run that names a control leads with the reading against it (its primary test, and the
+# questions worse and better than the control); else the story's lead
+headlines = [h for h in (present.null_headline(store, rid) for rid in chosen) if h]
+for headline in headlines:
+    st.markdown(widgets.md_escape(headline))
+led = bool(headlines) or story.lead(chosen)
 story.first_screen(chosen, show_leads=not led)
 story.marker_legend()
 

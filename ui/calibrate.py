@@ -1,6 +1,6 @@
 """The Run page's epsilon-calibration helper: a null threshold from a control arm (for honest
 arms and controls), or organism percentiles (a model organism known to be degraded), and
-taking a run's epsilon from a stored calibration (docs/null-calibration.md)."""
+taking a run's epsilon from a stored calibration (docs/null-reading.md)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Epsilon from a stored run: a null threshold from a control arm, or the organism practice.
 
-Two modes, named as such everywhere (docs/null-calibration.md):
+Two modes, named as such everywhere (docs/null-reading.md):
 
 * **null** (for honest arms and controls): epsilon is the `level` quantile, over the control's
   questions, of each question's largest D among the paraphrases an audit at the control's
@@ -39,9 +39,17 @@ from eraudit_core.audit._calibration_null import (
 )
 from eraudit_core.audit._calibration_organism import calibrate_epsilon, run_d_values
 from eraudit_core.audit._calibration_overlap import (
+    BASE_TOLERANCE,
+    CONTENT_TOLERANCE,
     AuditedContent,
     audited_model,
+    base_difference,
+    content_overlap,
+    is_table_run,
+    mismatch_sentence,
+    null_mismatches,
     selection_overlap,
+    stored_rewordings,
     table_signatures,
 )
 from eraudit_core.audit._calibration_overlap import _digest as _digest
@@ -64,6 +72,8 @@ from eraudit_core.errors import InputError
 from eraudit_core.store import Store
 
 __all__ = [
+    "BASE_TOLERANCE",
+    "CONTENT_TOLERANCE",
     "DEFAULT_NULL_LEVEL",
     "DEFAULT_PERCENTILES",
     "NAME_RULE",
@@ -73,6 +83,11 @@ __all__ = [
     "Calibration",
     "NullCalibration",
     "audited_model",
+    "base_difference",
+    "content_overlap",
+    "is_table_run",
+    "mismatch_sentence",
+    "null_mismatches",
     "calibrate_epsilon",
     "calibrate_null",
     "check_name",
@@ -85,6 +100,7 @@ __all__ = [
     "run_d_values",
     "selection_overlap",
     "source_provenance",
+    "stored_rewordings",
     "table_signatures",
 ]
 
@@ -104,7 +120,8 @@ def epsilon_from(
     or `NAME:p25` (an organism calibration's percentile).
 
     Refused (InputError): epsilon < 0; a null calibration whose k or budgets differ from the
-    audit's `settings`; a source that was imported or derived unless `allow_unverified`; a
+    audit's `settings`, or whose run stands on another base, other generators or other
+    paraphrases than the `audited` content (`null_mismatches`); a source that was imported or derived unless `allow_unverified`; a
     calibration made on the audited content itself unless `allow_selection`."""
     text = spec.strip()
     m = _FROM.match(text)
@@ -180,6 +197,14 @@ def epsilon_from(
             f"epsilon from calibration {name!r}: its run {cal['run_id']} {what}; that is "
             "selection (allowed by --allow-selection, recorded)"
         )
+    if mode == "null" and audited is not None:
+        mismatches = null_mismatches(store, str(cal["run_id"]), audited)
+        if mismatches:
+            raise InputError(
+                f"calibration {name!r}: "
+                + mismatch_sentence(str(cal["run_id"]), mismatches)
+                + "; calibrate on a control that matches"
+            )
     record = {
         "calibration": name,
         "mode": mode,

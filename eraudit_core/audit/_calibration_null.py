@@ -5,7 +5,7 @@ Its own module because the threshold is a statistic over questions, not over rew
 question's largest D among the paraphrases an audit at the control's budgets would score, then
 the `level` quantile of those maxima (or, with `firm`, the split-conformal rank). It depends on
 k and the budgets, which are stored with it so that `epsilon_from` can refuse an audit at other
-settings (`_calibration.py`, docs/null-calibration.md).
+settings (`_calibration.py`, docs/null-reading.md).
 """
 
 from __future__ import annotations

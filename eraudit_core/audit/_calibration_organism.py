@@ -4,7 +4,7 @@ model organism known to be degraded.
 Its own module because it reads a run differently from null mode: every D the run stored (a
 score table's search and test rows, a model run's steps), not per-question maxima at the
 audit's budgets. Low percentiles of an honest run give a negative or tiny epsilon, so this mode
-is only for organisms (`_calibration.py`, docs/null-calibration.md).
+is only for organisms (`_calibration.py`, docs/null-reading.md).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ null mode), the rules for a calibration's name and its percentiles, and the chec
 make before calibrating: the source run's provenance (local or imported, derived or not, its
 checkpoints' fingerprints), the refusal of an unverified source unless allowed, and of a name
 already taken unless forced. The modes themselves live in `_calibration_organism.py` and
-`_calibration_null.py`; `_calibration.py` describes them (docs/null-calibration.md).
+`_calibration_null.py`; `_calibration.py` describes them (docs/null-reading.md).
 """
 
 from __future__ import annotations

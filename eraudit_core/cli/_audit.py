@@ -7,6 +7,7 @@ names those modules took from here are re-exported, so imports from this module 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from eraudit_core.cli._demo import cmd_demo
 from eraudit_core.cli._interrupts import ctrl_c_cancels
@@ -25,6 +26,7 @@ from eraudit_core.cli._run_options import (
     _wording_config,
 )
 from eraudit_core.cli._runs import (
+    add_control_seed_arg,
     cmd_calibrate_epsilon,
     cmd_compare,
     cmd_runs,
@@ -66,6 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _config_args(p, model_run=False)
     p.add_argument("--db", required=True)
     p.add_argument("--label", default="", help="a name for the run")
+    add_control_seed_arg(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_audit_table)
 
@@ -114,16 +117,23 @@ def cmd_audit_table(args: argparse.Namespace) -> int:
         read_score_table,
         run_provenance_extras,
     )
+    from eraudit_core.null import check_control
     from eraudit_core.store import Store
 
     df = read_score_table(args.scores)
     items, test_gens = items_from_table(df, source=args.scores)
     run_id = new_run_id()
     with Store(args.db) as store, ctrl_c_cancels() as ctrl_c:
-        source = _epsilon_source(store, args, AuditedContent(table=df))
-        extra = run_provenance_extras(source, args.control, args.noise_floor)
+        settings = _null_settings(args)
+        audited = AuditedContent(table=df, settings=settings)
         if args.control:
-            store.run(args.control)  # InputError naming an unknown run
+            check_control(store, args.control, audited)
+        source = _epsilon_source(store, args, audited)
+        extra = run_provenance_extras(source, args.control, args.noise_floor)
+        if args.control_seed:
+            if not args.control:
+                raise InputError("--control-seed needs --control (the control run it is a seed of)")
+            extra["control_seeds"] = list(args.control_seed)
         eps = {} if source is None else {"epsilon": source.value}
         config = _config(args, test_generators=test_gens, **eps)
         audit_table_run(
@@ -142,6 +152,7 @@ def cmd_audit_table(args: argparse.Namespace) -> int:
 def cmd_audit_models(args: argparse.Namespace) -> int:
     from eraudit_core.audit import RunRequest, audited_model, run_model_audit
     from eraudit_core.demo import ensure_demo_inputs
+    from eraudit_core.null import FULL_BUDGETS_NOTE, request_with_control
     from eraudit_core.store import Store
     from eraudit_core.verifier import parse_spec
 
@@ -152,18 +163,26 @@ def cmd_audit_models(args: argparse.Namespace) -> int:
         raise InputError(f"--limit must be >= 1 (pairs to audit), got {args.limit}")
     config = _config(args, min_label_mass=args.min_label_mass, **_wording_config(args))
     with Store(args.db) as store, ctrl_c_cancels() as ctrl_c:
+        pre = spec_with_readout(args.pre, args.readout)
+        post = spec_with_readout(args.post, args.readout)
+        draft = RunRequest(benchmark=args.benchmark, pre_spec=pre, post_spec=post, config=config)
+        # refused before anything is stored, the bundled inputs included
+        config = request_with_control(store, draft, args.control).config
+        if args.control and config != draft.config and not args.json:
+            _print_warning(FULL_BUDGETS_NOTE)
         benchmark = ensure_demo_inputs(store) if args.benchmark == "bundled" else args.benchmark
         pair_ids = _split(args.pairs)
+        settings = {**_null_settings(args), "test_generators": list(config.test_generators)}
         request = RunRequest(
             benchmark=benchmark,
-            pre_spec=spec_with_readout(args.pre, args.readout),
-            post_spec=spec_with_readout(args.post, args.readout),
+            pre_spec=pre,
+            post_spec=post,
             config=config,
             pair_ids=tuple(pair_ids),
             limit=args.limit,
             label=args.label,
             control=args.control,
-            epsilon=_epsilon_source(store, args, audited_model(store, args.post)),
+            epsilon=_epsilon_source(store, args, audited_model(store, post, pre, settings)),
             noise_floor=args.noise_floor,
         )
         run_id = run_model_audit(
@@ -175,6 +194,11 @@ def cmd_audit_models(args: argparse.Namespace) -> int:
         )
         _print(pair_summary_json(store, run_id), args.json)
     return 0
+
+
+def _null_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The audit's settings a control (or a null calibration) must match."""
+    return {"k": args.k, "search_budget": args.search_budget, "test_budget": args.test_budget}
 
 
 def cmd_resume(args: argparse.Namespace) -> int:

@@ -27,14 +27,22 @@ def _num(x: Any) -> Any:
     return None if math.isnan(f) else f
 
 
-def pair_summary_json(store: Any, run_id: str) -> dict[str, Any]:
+def pair_summary_json(
+    store: Any, run_id: str, control_seeds: list[str] | None = None
+) -> dict[str, Any]:
     """The stable audit-table JSON: run id, the assumptions the verdicts rest on (min-drop,
-    noise floor, where epsilon came from, re-runs), each checkpoint's label mass, plus one
-    object a pair with its evidence (worst_drop, den, amplified, within_noise)."""
+    noise floor, where epsilon came from, re-runs), each checkpoint's label mass, the reading
+    against the named control (`null`: counts, primary and secondary tests; None without a
+    control), plus one object a pair with its evidence (worst_drop, den, amplified,
+    within_noise) and its null verdict and detail (None without a control). `control_seeds`:
+    other runs of the control recipe to read against too (default: the run's own)."""
     from eraudit_core.audit import pair_evidence, rerun_note, run_label_mass
+    from eraudit_core.null import null_json, null_reading
 
     df = store.pair_results(run_id)
     run = store.run(run_id)
+    reading = null_reading(store, run_id, seeds=control_seeds or None)
+    null_pairs = reading["pairs"] if reading else {}
     evidence = [pair_evidence(r, run["config"], run["provenance"]) for r in df.to_dict("records")]
     pairs = [
         {
@@ -52,6 +60,8 @@ def pair_summary_json(store: Any, run_id: str) -> dict[str, Any]:
             "worst_drop": _num(ev.worst_drop),
             "worst_text": ev.worst_text,
             "within_noise": ev.within_noise,
+            "null_verdict": (null_pairs.get(str(r["pair_id"])) or {}).get("null_verdict"),
+            "null_detail": (null_pairs.get(str(r["pair_id"])) or {}).get("null_detail"),
         }
         for r, ev in zip(df.to_dict("records"), evidence, strict=True)
     ]
@@ -68,6 +78,7 @@ def pair_summary_json(store: Any, run_id: str) -> dict[str, Any]:
         "noise_floor": (prov.get("noise_floor") or {}).get("value"),
         "epsilon_from": prov.get("epsilon_from"),
         "control_run": prov.get("control_run"),
+        "null": null_json(reading),
         "rerun": rerun_note(prov),
         "label_mass": run_label_mass(store, run_id),
         "pairs": pairs,

@@ -78,6 +78,12 @@ from eraudit_core.present._live import (
     step_line,
     step_times,
 )
+from eraudit_core.present._null_view import (
+    headline_from,
+    null_counts_sentence,
+    null_headline,
+    null_sentences,
+)
 from eraudit_core.present._paper import (
     PAPER_QUALITY_H,
     debate_findings,
@@ -141,6 +147,10 @@ __all__ = [
     "primary_result",
     "EVIDENCE_COLUMNS",
     "control_sentence",
+    "headline_from",
+    "null_counts_sentence",
+    "null_headline",
+    "null_sentences",
     "control_summary",
     "beyond_control",
     "beyond_sentence",

@@ -6,8 +6,10 @@
 * `pair_evidence_frame`: the evidence of every question of a run, one row each (Results
   scatter colour and filters, exports);
 * `control_summary`: the control run a run names, its verdict counts beside the run's,
-  whether the two are comparable, and how many questions go beyond the control's null
-  threshold (`beyond_control`, docs/null-calibration.md).
+  whether the two are comparable, and the run read against it question by question
+  (`eraudit_core.null`, docs/null-reading.md). `beyond_control` (the count beyond a control's
+  calibrated threshold of D) stays for callers but no headline uses it: that threshold holds
+  only on average and only for an arm exchangeable with the control.
 """
 
 from __future__ import annotations
@@ -27,8 +29,10 @@ from eraudit_core.audit import (
     why_sentence,
     word_diff,
 )
+from eraudit_core.null import null_reading
 from eraudit_core.present import _views as views
 from eraudit_core.present._compare import run_differences
+from eraudit_core.present._null_view import null_counts_sentence
 from eraudit_core.store import Store
 
 EVIDENCE_COLUMNS = [
@@ -99,7 +103,7 @@ def noise_floor_of(run: dict[str, Any]) -> float | None:
 def noise_floor_sentence(store: Store, run_id: str) -> str:
     """Which numerical precision of the scorer a run used and where it came from. It is the
     fast-vs-naive scoring gap (floating-point error), not noise: the noise an auditor can
-    use is a control run's null threshold."""
+    use is a control run (the reading against it, docs/null-reading.md)."""
     prov = store.run(run_id)["provenance"]
     floor = run_noise_floor_value(prov)
     if floor is None:
@@ -112,14 +116,14 @@ def noise_floor_sentence(store: Store, run_id: str) -> str:
         f"Numerical precision of the scorer {floor:.3g} ({source}): a counterexample whose "
         "drop is within it is marked 'within numerical precision'; the verdict stays the "
         "paper's. This is floating-point error, not noise: what an adaptation that should "
-        "not hurt does is measured by a control run's null threshold."
+        "not hurt does is measured by reading the run against a control run."
     )
 
 
 def control_summary(store: Store, run_id: str) -> dict[str, Any] | None:
     """The run's control beside it: {"control_run", "label", "run", "control", "comparable",
-    "differences"}, the two `run_overview`s; None when the run names no control (or the
-    control is not in this store)."""
+    "differences", "null"}, the two `run_overview`s and the run's `null_reading` against the
+    control; None when the run names no control (or the control is not in this store)."""
     control = store.run(run_id)["provenance"].get("control_run")
     if not control:
         return None
@@ -135,7 +139,8 @@ def control_summary(store: Store, run_id: str) -> dict[str, Any] | None:
         "control": views.run_overview(store.pair_results(str(control))),
         "comparable": not differences,
         "differences": differences,
-        "beyond": None if differences else beyond_control(store, run_id, str(control)),
+        "beyond": None,
+        "null": null_reading(store, run_id, str(control)),
     }
 
 
@@ -204,4 +209,7 @@ def control_sentence(summary: dict[str, Any]) -> str:
     text += "."
     if summary.get("beyond"):
         text += " " + beyond_sentence(summary["beyond"])
+    reading = summary.get("null")
+    if reading and not reading["mismatches"]:
+        text += " " + null_counts_sentence(reading)
     return text

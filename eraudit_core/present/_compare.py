@@ -14,7 +14,7 @@ question's story (QuALITY-H), questions of one story are not independent, so `pr
 carries a story-clustered permutation p-value (the arm labels swapped per story) and the
 sentence a reader sees uses it. The other tests (canonical correctness by exact McNemar, bounds
 by a paired sign-flip permutation test, exact where feasible: ties among bounds make a normal
-approximation wrong) are `secondary`, with Holm-adjusted p-values. docs/null-calibration.md
+approximation wrong) are `secondary`, with Holm-adjusted p-values. docs/null-reading.md
 """
 
 from __future__ import annotations
@@ -26,7 +26,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from eraudit_core.audit import verdict_fields
+from eraudit_core.audit import (
+    base_difference,
+    is_table_run,
+    stored_rewordings,
+    verdict_fields,
+)
+from eraudit_core.null import exact_mcnemar, null_json, null_reading, question_stories
 from eraudit_core.store import Store
 
 # The settings that change a verdict or a bound are marked in AuditConfig's field metadata
@@ -62,7 +68,8 @@ def _sets(run: Mapping[str, Any]) -> dict[str, dict[str, Any]] | None:
 
 def run_differences(store: Store, run_a: str, run_b: str) -> list[dict[str, Any]]:
     """Each setting or input on which two runs differ: {"field", "a", "b"}. Empty when the
-    runs are comparable. Fields: the `VERDICT_SETTINGS` names, then `generators` (which
+    runs are comparable. Fields: the `VERDICT_SETTINGS` names, `base` (`base_and_generators`),
+    then `generators` (which
     paraphrase sets a run used), `pool_sizes` (paraphrases per set), `paraphrase_sets` (the
     digest of each set's paraphrase TEXTS, for sets of equal size: a score table's
     probabilities are results, not settings) and `questions` (pair ids)."""
@@ -72,6 +79,7 @@ def run_differences(store: Store, run_a: str, run_b: str) -> list[dict[str, Any]
         for key in VERDICT_SETTINGS
         if _setting(ra["config"], key) != _setting(rb["config"], key)
     ]
+    out.extend(base_and_generators(store, run_a, run_b))
     sa, sb = _sets(ra), _sets(rb)
     if sa is not None and sb is not None:
         if set(sa) != set(sb):
@@ -116,13 +124,39 @@ def run_differences(store: Store, run_a: str, run_b: str) -> list[dict[str, Any]
     return out
 
 
-def exact_mcnemar(only_a: int, only_b: int) -> float:
-    """Two-sided exact McNemar p-value: binomial test of only_a of the n = only_a + only_b
-    discordant questions at 1/2 (not mid-p). 4 vs 0 gives 0.125."""
-    from scipy.stats import binomtest
-
-    n = only_a + only_b
-    return float(binomtest(only_a, n, 0.5).pvalue) if n else 1.0
+def base_and_generators(store: Store, run_a: str, run_b: str) -> list[dict[str, Any]]:
+    """`base` when two runs do not stand on one pre-adaptation model (model runs: the pre
+    checkpoint's fingerprint; score tables: the pre scores of the texts both hold, within
+    BASE_TOLERANCE; a table against a model run always differs), and `generators` when the
+    paraphrase generators two score tables hold differ (model runs name theirs in their
+    provenance, compared below as `generators`)."""
+    ra, rb = store.run(run_a), store.run(run_b)
+    out: list[dict[str, Any]] = []
+    table_a, table_b = is_table_run(ra), is_table_run(rb)
+    if table_a != table_b:
+        kind = {True: "score table", False: "model run"}
+        out.append({"field": "base", "a": kind[table_a], "b": kind[table_b]})
+        return out
+    if not table_a:
+        fa, fb = str(ra.get("pre_fingerprint") or ""), str(rb.get("pre_fingerprint") or "")
+        if fa != fb:
+            out.append(
+                {
+                    "field": "base",
+                    "a": f"{ra.get('pre_name')} {fa}",
+                    "b": f"{rb.get('pre_name')} {fb}",
+                }
+            )
+        return out
+    wa, wb = stored_rewordings(store, run_a), stored_rewordings(store, run_b)
+    base = base_difference(wa, wb)
+    if base is not None:
+        out.append({"field": "base", "a": "pre scores", "b": "pre scores", **base})
+    ga = sorted({f"{r}:{g}" for r, g in zip(wa["role"], wa["generator"], strict=True)})
+    gb = sorted({f"{r}:{g}" for r, g in zip(wb["role"], wb["generator"], strict=True)})
+    if ga != gb:
+        out.append({"field": "generators", "a": ga, "b": gb})
+    return out
 
 
 def smallest_p(n_discordant: int) -> float:
@@ -150,18 +184,6 @@ def sign_flip_p(values: Sequence[float] | np.ndarray, *, seed: int = 0) -> tuple
     signs = rng.choice((1.0, -1.0), size=(MONTE_CARLO, m))
     hits = int(np.sum(np.abs(signs @ v) >= observed - tol))
     return (1 + hits) / (1 + MONTE_CARLO), 1.0 / (1 + MONTE_CARLO), "monte carlo"
-
-
-def question_stories(store: Store, run_id: str) -> dict[str, str]:
-    """pair_id -> story (context) title when the run's benchmark knows it, else {}."""
-    bench = store.run(run_id).get("benchmark_id")
-    if not bench:
-        return {}
-    try:
-        pairs = store.pairs(str(bench))
-    except Exception:  # the benchmark is not in this store (an imported run)
-        return {}
-    return {p.pair_id: str(p.story_title) for p in pairs if str(p.story_title or "").strip()}
 
 
 def clustered_test(x: pd.Series, y: pd.Series, stories: Mapping[str, str]) -> dict[str, Any] | None:
@@ -263,14 +285,16 @@ def paired_tests(
 
 
 def compare_runs(store: Store, run_a: str, run_b: str) -> dict[str, Any]:
-    """`eraudit compare`: {"run_a", "run_b", "comparable", "differences"} and, when
-    comparable, the per-question disagreements, `primary` and `secondary`."""
+    """`eraudit compare`: {"run_a", "run_b", "comparable", "differences", "null"} (`null`: A
+    read against B as its control, docs/null-reading.md) and, when comparable, the
+    per-question disagreements, `primary` and `secondary`."""
     differences = run_differences(store, run_a, run_b)
     out: dict[str, Any] = {
         "run_a": run_a,
         "run_b": run_b,
         "comparable": not differences,
         "differences": differences,
+        "null": null_json(null_reading(store, run_a, run_b)),
     }
     if differences:
         return out
@@ -389,6 +413,11 @@ def differences_sentence(differences: list[dict[str, Any]]) -> str:
     for d in differences:
         if d["field"] == "questions":
             parts.append(f"questions {d['a']} vs {d['b']}")
+        elif d["field"] == "base" and "max_difference" in d:
+            parts.append(
+                f"base (pre scores of {d['n_differ']} of {d['n_shared']} shared texts differ by "
+                f"up to {d['max_difference']:.3g})"
+            )
         elif d["field"] == "paraphrase_sets":
             parts.append(f"paraphrase texts of {', '.join(d['a'])}")
         else:

@@ -1,8 +1,9 @@
-"""What a reader who does not program sees first: one plain sentence from the primary
-comparison against the control (when the run names one), the verdict counts (with the
-paper's count beside a min-drop count), the control's own counts labelled as the control's
-with how many questions go beyond its null threshold, and one example question with its
-rewording and the drop. The details (figures, tables, settings) come after it."""
+"""What a reader who does not program sees first: one plain sentence from the reading against
+the control (when the run names one: the primary test and the questions worse and better
+than the control), the verdict counts (with the paper's count beside a min-drop count), the
+control's own counts labelled as the control's with the question-by-question reading, and one
+example question with its rewording and the drop. The details (figures, tables, settings)
+come after it."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ import pandas as pd
 
 from eraudit_core.audit import selection_note, word_diff
 from eraudit_core.present import _views as views
-from eraudit_core.present._belief import beyond_sentence, control_summary
-from eraudit_core.present._compare import compare_runs, primary_sentence
+from eraudit_core.present._belief import control_summary
 from eraudit_core.present._html import Markup, render
+from eraudit_core.present._null_view import headline_from, null_counts_sentence, null_headline
 from eraudit_core.present._story import concealed_example
 from eraudit_core.store import Store
 
@@ -132,29 +133,17 @@ def controlled_by(store: Store, run_id: str) -> list[str]:
 
 
 def lead_against_control(store: Store, run_id: str) -> str | None:
-    """The one plain sentence from the primary comparison of a run with the control it
-    names (or why there is no comparison); None when it names no control in this store."""
-    run = store.run(run_id)
-    summary = control_summary(store, run_id)
-    if summary is None:
-        return None
-    name = str(run.get("label") or run_id)
-    control = f"its control {summary['label']}"
-    if not summary["comparable"]:
-        fields = ", ".join(d["field"] for d in summary["differences"])
-        return (
-            f"{name} cannot be compared with {control}: they differ in {fields}, so no test "
-            "is made."
-        )
-    return primary_sentence(compare_runs(store, run_id, summary["control_run"]), name, control)
+    """The one plain sentence a run leads with when it names a control: the reading against
+    it (`null_headline`: the primary test and the worse/better counts), or why there is none;
+    None when it names no control in this store."""
+    return null_headline(store, run_id)
 
 
 def first_screen(store: Store, run_id: str) -> dict[str, Any]:
     """{"lead", "sentence", "control", "example", "selection", "is_control"} for one run: the
-    primary comparison against its control in one plain sentence (or None without a
+    reading against its control in one plain sentence (`null_headline`; None without a
     control), the verdict counts in one sentence (the paper's count beside a min-drop
-    count), the control's own counts with the count beyond its null threshold (or why there
-    is none), the example question (or None) and the selection warning of a run re-derived
+    count), the control's own counts with the question-by-question reading, the example question (or None) and the selection warning of a run re-derived
     after exclusions (or None). A run that is another run's control says so: its counts
     are the control's own, not an alarm."""
     run = store.run(run_id)
@@ -184,11 +173,12 @@ def first_screen(store: Store, run_id: str) -> dict[str, Any]:
         control = f"The control's own counts ({summary['label']}): {_counts(summary['control'])}."
         if not summary["comparable"]:
             fields = ", ".join(d["field"] for d in summary["differences"])
-            control += f" Not comparable with this run (differs in {fields})."
-        elif summary.get("beyond"):
-            control += " " + beyond_sentence(summary["beyond"])
+            control += f" Its verdicts differ from this run's in settings ({fields})."
+        reading = summary.get("null")
+        if reading and not reading["mismatches"]:
+            control += " " + null_counts_sentence(reading)
     return {
-        "lead": lead_against_control(store, run_id),
+        "lead": headline_from(summary["null"], name) if summary and summary["null"] else None,
         "sentence": sentence,
         "control": control,
         "example": _example(store, run_id),

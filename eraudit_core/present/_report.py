@@ -44,6 +44,7 @@ from eraudit_core.present._belief import (
 from eraudit_core.present._export import run_provenance
 from eraudit_core.present._first_screen import first_screen_html, legend_html
 from eraudit_core.present._html import Markup, render, script_text
+from eraudit_core.present._null_view import headline_from, null_sentences
 from eraudit_core.present._tables import table_html
 from eraudit_core.present._verdict_wording import run_verdict
 from eraudit_core.store import Store
@@ -100,6 +101,14 @@ def _run_section(store: Store, run_id: str, index: int) -> tuple[Markup, dict[st
         "verdict": verdict,
         "noise_floor_sentence": noise_floor_sentence(store, run_id),
         "control_sentence": control_sentence(control) if control is not None else None,
+        "null_headline": (
+            headline_from(control["null"], str(run.get("label") or run_id))
+            if control is not None and control.get("null")
+            else None
+        ),
+        "null_sentences": (
+            null_sentences(control["null"]) if control is not None and control.get("null") else []
+        ),
         "settings_table": _settings_table(run, config),
         "has_pairs": not pairs.empty,
     }

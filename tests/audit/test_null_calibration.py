@@ -1,5 +1,5 @@
 """Verdicts read against a null: the control arm's null threshold, calibrations that cannot run
-backwards, and calibrations that remember their source (docs/null-calibration.md).
+backwards, and calibrations that remember their source (docs/null-reading.md).
 
 The simulations use score tables (the `audit-table` path): a control and an independent null
 arm drawn from one distribution (200 questions each), and an arm with a systematic drop well
@@ -92,6 +92,7 @@ def arms(tmp_path_factory: pytest.TempPathFactory) -> dict:
         "calibrate-epsilon",
         control["run_id"],
         "--null",
+        "--no-firm",
         "--level",
         str(LEVEL),
         "--name",
@@ -266,11 +267,16 @@ def test_negative_epsilon_is_refused_everywhere(tmp_path, capsys) -> None:  # ty
     got = json.loads(captured.out)
     assert got["mode"] == "organism" and got["percentiles"]["p10"] < 0
     assert "--null" in captured.err  # the warning names the mode for honest arms
-    other = write_table(tmp_path / "o.csv", [monitored("z"), *paras("z", "test", "g", [0.0])])
+    other = write_table(
+        tmp_path / "o.csv",
+        [monitored("z"), *paras("z", "search", "s", [0.0]), *paras("z", "test", "g", [0.0])],
+    )
     assert cli.main(["audit-table", str(other), "--db", db, "--epsilon-from", "org:p10"]) == 2
     assert "epsilon must be >= 0" in capsys.readouterr().err
     # a null calibration whose quantile is <= 0 exits 2 and says so
-    assert cli.main(["calibrate-epsilon", run, "--db", db, "--null", "--name", "z0"]) == 2
+    assert (
+        cli.main(["calibrate-epsilon", run, "--db", db, "--null", "--no-firm", "--name", "z0"]) == 2
+    )
     assert "<= 0" in capsys.readouterr().err
 
 
@@ -288,10 +294,22 @@ def test_calibration_names_and_percentiles_have_one_meaning(tmp_path, capsys) ->
     db = str(tmp_path / "s.duckdb")
     run = _cli_json(capsys, "audit-table", str(path), "--db", db, "--json")["run_id"]
     first = _cli_json(capsys, "calibrate-epsilon", run, "--db", db, "--json", "--name", "c")
-    assert cli.main(["calibrate-epsilon", run, "--db", db, "--name", "c", "--null"]) == 2
+    assert (
+        cli.main(["calibrate-epsilon", run, "--db", db, "--name", "c", "--null", "--no-firm"]) == 2
+    )
     assert "--force" in capsys.readouterr().err
     got = _cli_json(
-        capsys, "calibrate-epsilon", run, "--db", db, "--json", "--name", "c", "--null", "--force"
+        capsys,
+        "calibrate-epsilon",
+        run,
+        "--db",
+        db,
+        "--json",
+        "--name",
+        "c",
+        "--null",
+        "--no-firm",
+        "--force",
     )
     assert got["mode"] == "null" and first["mode"] == "organism"
     assert cli.main(["calibrate-epsilon", run, "--db", db, "--name", "a:b"]) == 2
@@ -305,7 +323,18 @@ def test_calibrations_remember_their_source_and_refuse_unverified_ones(tmp_path,
     path = write_table(tmp_path / "s.csv", rows)
     db = str(tmp_path / "s.duckdb")
     run = _cli_json(capsys, "audit-table", str(path), "--db", db, "--json")["run_id"]
-    _cli_json(capsys, "calibrate-epsilon", run, "--db", db, "--json", "--null", "--name", "local")
+    _cli_json(
+        capsys,
+        "calibrate-epsilon",
+        run,
+        "--db",
+        db,
+        "--json",
+        "--null",
+        "--no-firm",
+        "--name",
+        "local",
+    )
     with Store(db) as store:
         cal = store.calibration("local")
         bundle = export_run_bundle(store, run, tmp_path / "run.zip")
@@ -316,13 +345,16 @@ def test_calibrations_remember_their_source_and_refuse_unverified_ones(tmp_path,
     # the same run imported into another store is unverified there
     db2 = str(tmp_path / "other.duckdb")
     imported = _cli_json(capsys, "import-run", str(bundle), "--db", db2, "--json")["run_id"]
-    base = ["calibrate-epsilon", imported, "--db", db2, "--null", "--name", "imp"]
+    base = ["calibrate-epsilon", imported, "--db", db2, "--null", "--no-firm", "--name", "imp"]
     assert cli.main(base) == 2
     assert "--allow-unverified" in capsys.readouterr().err
     _cli_json(capsys, *base, "--json", "--allow-unverified")
     with Store(db2) as store:
         assert store.calibration("imp")["provenance"]["source_run"]["origin"] == "imported"
-    other = write_table(tmp_path / "o.csv", [monitored("z"), *paras("z", "test", "g", [0.0])])
+    other = write_table(
+        tmp_path / "o.csv",
+        [monitored("z"), *paras("z", "search", "s", [0.0]), *paras("z", "test", "g", [0.0])],
+    )
     use = ["audit-table", str(other), "--db", db2, "--json", "--search-budget", "100"]
     assert cli.main([*use, "--epsilon-from", "imp"]) == 2
     assert "--allow-unverified" in capsys.readouterr().err

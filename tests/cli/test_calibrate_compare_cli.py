@@ -38,12 +38,14 @@ def test_help_names_both_modes(capsys) -> None:  # type: ignore[no-untyped-def]
 
 def test_null_quantile_and_firm_rank_by_hand(run, capsys) -> None:  # type: ignore[no-untyped-def]
     db, rid = run
-    got = _json(capsys, "calibrate-epsilon", rid, "--db", db, "--json", "--null", "--name", "a")
+    got = _json(
+        capsys, "calibrate-epsilon", rid, "--db", db, "--json", "--null", "--no-firm", "--name", "a"
+    )
     # maxima 0.1 .. 2.0; numpy's 0.95 quantile: position 0.95 * 19 = 18.05 -> 1.9 + 0.05 * 0.1
     assert got["epsilon"] == pytest.approx(1.905)
     firm = _json(
         capsys,
-        *("calibrate-epsilon", rid, "--db", db, "--json", "--null", "--name", "b", "--firm"),
+        *("calibrate-epsilon", rid, "--db", db, "--json", "--null", "--name", "b"),
     )
     # ceil(21 * 0.95) = 20: the largest of the 20 maxima
     assert math.ceil(21 * 0.95) == 20 and firm["epsilon"] == pytest.approx(2.0)

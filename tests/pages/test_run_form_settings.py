@@ -94,3 +94,18 @@ def test_an_epsilon_from_a_calibration_reaches_the_request(
     # (the normal case), so no selection is said, and the run can start
     assert not any("selection" in w.value for w in at.warning)
     assert any(m.label == "model queries, at most" for m in at.metric)
+
+
+def test_the_control_run_choice_is_checked_before_an_audit_can_start(form: AppTest) -> None:
+    import os
+
+    control = next(s for s in form.selectbox if s.label == "Control run")
+    assert control.value == ""  # none by default: the form is unchanged
+    assert "This control run cannot be used" not in " ".join(e.value for e in form.error)
+    # a synthetic score-table run does not stand on the form's base (demo:base): refused, named
+    with Store(os.environ["ERAUDIT_DB"]) as store:
+        run_id = str(store.runs()["run_id"].iloc[0])
+    control.set_value(run_id).run()
+    assert not form.exception, [e.message for e in form.exception]
+    shown = " ".join(e.value for e in form.error)
+    assert "This control run cannot be used" in shown and "base" in shown

@@ -1,5 +1,5 @@
 """Comparable means comparable; one exact primary test; headlines read against the control
-(docs/null-calibration.md). Score tables with hand-computed D: monitored 0.5 -> 0.75 gives
+(docs/null-reading.md). Score tables with hand-computed D: monitored 0.5 -> 0.75 gives
 den = 0.25, so a paraphrase with p_pre 0.75 and p_post 0.75 - D / 4 has score exactly D."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from eraudit_core.present import (
     control_summary,
     first_screen,
     min_drop_note,
+    null_headline,
     paired_tests,
     primary_sentence,
     run_verdict,
@@ -243,10 +244,10 @@ def test_compare_uses_the_stories_the_benchmark_knows(tmp_path) -> None:  # type
 
 def test_headlines_read_against_the_control(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     db = str(tmp_path / "s.duckdb")
-    control = _run(capsys, _arm(tmp_path / "c.csv", {0}), db, "--label", "honest")
+    control = _run(capsys, _arm(tmp_path / "c.csv", {0}, n_test=6), db, "--label", "honest")
     arm = _run(
         capsys,
-        _arm(tmp_path / "a.csv", {0, 1, 2, 3, 4, 5}),
+        _arm(tmp_path / "a.csv", {0, 1, 2, 3, 4, 5}, n_test=6),
         db,
         "--label",
         "concealed",
@@ -257,22 +258,21 @@ def test_headlines_read_against_the_control(tmp_path, capsys) -> None:  # type: 
         summary = control_summary(store, arm)
         screen = first_screen(store, arm)
         control_screen = first_screen(store, control)
+        headline = null_headline(store, arm)
     assert summary is not None and summary["comparable"]
-    beyond = summary["beyond"]
-    # control maxima: one question at D = 0.75, seven at 0; its 0.95 quantile is
-    # 0 + 0.65 * (0.75 - 0) = 0.4875 (linear interpolation over 8 values)
-    assert beyond["threshold"] == pytest.approx(0.4875)
-    assert (beyond["n_beyond"], beyond["n"]) == (6, 8)
-    assert (beyond["n_control_beyond"], beyond["n_control"]) == (1, 8)
+    reading = summary["null"]
+    # one rewording in six dropped by 0.75 is not a drop on the question's rewordings: each
+    # question reads within control; the threshold count of D is no longer a headline
+    assert (reading["beyond"], reading["better"], reading["within"]) == (0, 0, 8)
+    assert summary["beyond"] is None
     text = control_sentence(summary)
     assert "The control's own counts (honest)" in text
-    assert "Beyond the control's null threshold" in text and "6 of 8 questions" in text
-    # the first screen opens with the primary comparison, in one plain sentence
-    assert screen["lead"] == (
-        "concealed degraded 5 more hidden questions than its control honest; 5 disagreements, "
-        "all one way: too few for a test at 0.05."
-    )
-    assert "Beyond the control's null threshold" in screen["control"]
+    assert "Against the control, question by question: 0 beyond control" in text
+    # the first screen opens with the reading against the control, in one plain sentence
+    assert screen["lead"] == headline
+    assert headline is not None and headline.startswith("On reworded questions, concealed")
+    assert "0 worse than the control, 0 better" in headline
+    assert "question by question" in screen["control"]
     # the control's own screen says it is the control, and has no lead of its own
     assert control_screen["is_control"] is True and control_screen["lead"] is None
     assert "the control of concealed" in control_screen["sentence"]

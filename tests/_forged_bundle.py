@@ -9,6 +9,7 @@ the given words in the message, and the store left exactly as it was.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import json
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import duckdb
 import pandas as pd
+from _synthetic import build_synthetic_store
 
 from eraudit_core.audit import (
     bundle_config,
@@ -27,7 +29,7 @@ from eraudit_core.audit import (
     replay_pair_verdict,
 )
 from eraudit_core.cli import main
-from eraudit_core.store import RUN_TABLES
+from eraudit_core.store import RUN_TABLES, Store
 
 Frames = dict[str, pd.DataFrame]
 
@@ -124,12 +126,23 @@ def tampered(
     tmp_path: Path,
     edit: Callable[[Frames], dict[str, int] | None],
     name: str = "tampered.zip",
+    *,
+    after: Callable[[Frames], None] | None = None,
+    manifest: Callable[[dict], None] | None = None,
 ) -> tuple[Path, Frames]:
     """`bundle` with `edit` applied to its frames and every pair row recomputed; `edit` may
-    return the pool sizes (`available`) a forged pair records per generator."""
+    return the pool sizes (`available`) a forged pair records per generator. `after` edits
+    the recomputed frames (a claim the replay would have set right), `manifest` the manifest
+    (kept in step with an edited runs table)."""
     members, frames = read_frames(bundle)
     available = edit(frames)
     recompute(frames, available)
+    if after is not None:
+        after(frames)
+    if manifest is not None:
+        data = json.loads(members["manifest.json"])
+        manifest(data)
+        members = {**members, "manifest.json": json.dumps(data).encode()}
     return write_frames(members, frames, tmp_path / name), frames
 
 
@@ -144,3 +157,38 @@ def refused(capsys, bad: Path, db: Path, *says: str) -> str:  # type: ignore[no-
         assert s in err, err
     assert store_snapshot(db) == before
     return err
+
+
+def _table(path: Path, n_test: int = 8) -> Path:
+    """p1 passes (8 test draws, none degraded); p2 is degraded at its third test draw."""
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["pair_id", "role", "generator", "idx", "text", "p_pre", "p_post"])
+        for p in ("p1", "p2"):
+            w.writerow([p, "monitored", "", 0, f"m {p}", 0.5, 0.9])
+            w.writerow([p, "search", "s", 0, f"{p} search", 0.7, 0.7])
+            for i in range(n_test):
+                post = 0.4 if (p == "p2" and i == 2) else 0.69
+                w.writerow([p, "test", "g1", i, f"{p} draw number {i}", 0.7, post])
+    return path
+
+
+def build_bundles(tmp: Path) -> dict[str, Path]:
+    """A score-table run (target 0.8, which 8 clean draws do not reach) and a synthetic
+    benchmark run (with its paraphrase pools), each exported once: {"table", "model"}."""
+    db = tmp / "gpu.duckdb"
+    code = main(
+        ["audit-table", str(_table(tmp / "scores.csv")), "--epsilon", "0.5", "--target", "0.8",
+         "--db", str(db), "--json"]
+    )  # fmt: skip
+    assert code == 0
+    with Store(db) as store:
+        info = build_synthetic_store(store, n_pairs=2, n_search=2, n_test=4, arms=("honest",))
+        table_run = str(
+            store.runs().loc[lambda r: r["source"].str.startswith("table:"), "run_id"].iloc[0]
+        )
+    out = {}
+    for name, run_id in (("table", table_run), ("model", info.run_ids["honest"])):
+        out[name] = tmp / f"{name}.zip"
+        assert main(["export-run", run_id, "--db", str(db), "--out", str(out[name])]) == 0
+    return out

@@ -9,7 +9,6 @@ clumsy forgery.
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
 from collections.abc import Callable
@@ -23,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import _synthetic as synthetic  # noqa: E402
 from _forged_bundle import (  # noqa: E402
     Frames,
+    build_bundles,
     read_frames,
     recompute,
     refused,
@@ -41,43 +41,9 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
-def _table(path: Path, n_test: int = 8) -> Path:
-    """p1 passes (8 test draws, none degraded); p2 is degraded at its third test draw."""
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["pair_id", "role", "generator", "idx", "text", "p_pre", "p_post"])
-        for p in ("p1", "p2"):
-            w.writerow([p, "monitored", "", 0, f"m {p}", 0.5, 0.9])
-            w.writerow([p, "search", "s", 0, f"{p} search", 0.7, 0.7])
-            for i in range(n_test):
-                post = 0.4 if (p == "p2" and i == 2) else 0.69
-                w.writerow([p, "test", "g1", i, f"{p} draw number {i}", 0.7, post])
-    return path
-
-
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory) -> dict[str, Path]:
-    """A score-table run (target 0.8, which 8 clean draws do not reach) and a synthetic
-    benchmark run (with its paraphrase pools), each exported once."""
-    tmp = tmp_path_factory.mktemp("bundles")
-    db = tmp / "gpu.duckdb"
-    code = main(
-        ["audit-table", str(_table(tmp / "scores.csv")), "--epsilon", "0.5", "--target", "0.8",
-         "--db", str(db), "--json"]
-    )  # fmt: skip
-    assert code == 0
-    with Store(db) as store:
-        info = synthetic.build_synthetic_store(
-            store, n_pairs=2, n_search=2, n_test=4, arms=("honest",)
-        )
-        table_run = str(
-            store.runs().loc[lambda r: r["source"].str.startswith("table:"), "run_id"].iloc[0]
-        )
-    out = {}
-    for name, run_id in (("table", table_run), ("model", info.run_ids["honest"])):
-        out[name] = tmp / f"{name}.zip"
-        assert main(["export-run", run_id, "--db", str(db), "--out", str(out[name])]) == 0
-    return out
+    return build_bundles(tmp_path_factory.mktemp("bundles"))
 
 
 @pytest.fixture()

@@ -71,13 +71,23 @@ def read_run_rows(
         }
         pair_ids = sorted(set(rows["run_pairs"]["pair_id"]) | _source_pair_ids(run))
         # an imported run's pools and checkpoints live apart: read them where they are
+        # of the store's own pools, the rows that existed when the run was created: the pools
+        # it drew from (a set extended later would not match what the run recorded)
         origin = _origin(run)
         rows["paraphrases"] = cur.execute(
             f"SELECT {PARAPHRASE_COLUMNS} FROM paraphrases WHERE benchmark_id = ? "
-            f"AND list_contains(?, pair_id) UNION ALL SELECT {PARAPHRASE_COLUMNS} "
+            "AND list_contains(?, pair_id) AND created_at <= ? "
+            f"UNION ALL SELECT {PARAPHRASE_COLUMNS} "
             "FROM imported_paraphrases WHERE origin = ? AND benchmark_id = ? "
             "AND list_contains(?, pair_id)",
-            [bid, pair_ids, origin, bid, pair_ids],
+            [
+                bid,
+                pair_ids,
+                pd.Timestamp(run["created_at"].iloc[0]).to_pydatetime(),
+                origin,
+                bid,
+                pair_ids,
+            ],
         ).df()
         rows["checkpoints"] = cur.execute(
             f"SELECT {CHECKPOINT_COLUMNS} FROM checkpoints WHERE list_contains(?, fingerprint) "

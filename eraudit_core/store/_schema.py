@@ -183,23 +183,24 @@ MIGRATIONS: dict[int, list[str]] = {
     # and noise floor), and a benchmark no local import holds (`benchmarks.origin`).
     # Paraphrases stored by an earlier import say so in their provenance and move over; a
     # checkpoint row moves when only imported runs name its fingerprint (a local audit then
-    # measures it again). Nothing is dropped.
+    # measures it again). Nothing is dropped; applied twice (a store rolled back by hand) it
+    # changes nothing more.
     12: [
-        """CREATE TABLE imported_paraphrases (
+        """CREATE TABLE IF NOT EXISTS imported_paraphrases (
             origin VARCHAR NOT NULL, benchmark_id VARCHAR NOT NULL, pair_id VARCHAR NOT NULL,
             role VARCHAR NOT NULL, generator VARCHAR NOT NULL, idx INTEGER NOT NULL,
             text VARCHAR NOT NULL, provenance JSON, created_at TIMESTAMP NOT NULL,
             PRIMARY KEY (origin, benchmark_id, pair_id, role, generator, idx))""",
-        """INSERT INTO imported_paraphrases SELECT
+        """INSERT OR IGNORE INTO imported_paraphrases SELECT
                 json_extract_string(provenance, '$.imported_from'), benchmark_id, pair_id, role,
                 generator, idx, text, provenance, created_at
             FROM paraphrases WHERE json_extract_string(provenance, '$.imported_from') IS NOT NULL""",
         "DELETE FROM paraphrases "
         "WHERE json_extract_string(provenance, '$.imported_from') IS NOT NULL",
-        """CREATE TABLE imported_checkpoints (
+        """CREATE TABLE IF NOT EXISTS imported_checkpoints (
             origin VARCHAR NOT NULL, fingerprint VARCHAR NOT NULL, name VARCHAR, details JSON,
             registered_at TIMESTAMP, PRIMARY KEY (origin, fingerprint))""",
-        """INSERT INTO imported_checkpoints SELECT DISTINCT
+        """INSERT OR IGNORE INTO imported_checkpoints SELECT DISTINCT
                 coalesce(json_extract_string(r.imported_from, '$.file'), 'a bundle')
                     || ' (run ' || r.run_id || ')', c.fingerprint, c.name, c.details,
                 c.registered_at
@@ -209,7 +210,7 @@ MIGRATIONS: dict[int, list[str]] = {
                   AND c.fingerprint IN (l.pre_fingerprint, l.post_fingerprint))""",
         "DELETE FROM checkpoints WHERE fingerprint IN (SELECT fingerprint FROM imported_checkpoints)",
         # a benchmark a bundle brought that this store did not hold: stored under its own id
-        "ALTER TABLE benchmarks ADD COLUMN origin VARCHAR",
+        "ALTER TABLE benchmarks ADD COLUMN IF NOT EXISTS origin VARCHAR",
     ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)

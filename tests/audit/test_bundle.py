@@ -21,6 +21,7 @@ from eraudit_core.audit._bundle import relative_paths  # noqa: E402
 from eraudit_core.audit._table_scores import table_query  # noqa: E402
 from eraudit_core.cli import main  # noqa: E402
 from eraudit_core.store import SCHEMA_VERSION, Store, import_origin  # noqa: E402
+from eraudit_core.types import Paraphrase  # noqa: E402
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -209,3 +210,27 @@ def test_export_run_never_writes_over_a_store(source, tmp_path, capsys):
     before = db.read_bytes()
     code, _, err = _run(capsys, "export-run", run_id, "--db", str(db), "--out", str(db), "--force")
     assert code == 2 and "DuckDB store" in err and db.read_bytes() == before
+
+
+def test_a_pool_extended_after_the_run_still_exports_the_pool_it_drew_from(
+    source, tmp_path, capsys
+):
+    """Paraphrases added to a set after a run finished are not part of its bundle: the import
+    checks every recorded pool size and search stage against the pools the bundle carries."""
+    db, syn_run, _ = source
+    with Store(db) as store:
+        bid = store.run(syn_run)["benchmark_id"]
+        pid = str(store.pair_results(syn_run)["pair_id"].iloc[0])
+        later = [
+            Paraphrase(pid, role, gen, 50 + j, f"added later {role} {gen} {j}")
+            for role, gen in (("test", "rules"), ("search", "search"))
+            for j in range(3)
+        ]
+        assert store.add_paraphrases(bid, later, {"source": "later"}) == 6
+    bundle = tmp_path / "later.zip"
+    assert _run(capsys, "export-run", syn_run, "--db", str(db), "--out", str(bundle))[0] == 0
+    with zipfile.ZipFile(bundle) as zf:
+        paras = pd.read_parquet(zf.open("paraphrases.parquet"))
+    assert not paras["text"].str.startswith("added later").any()
+    code, _, err = _run(capsys, "import-run", str(bundle), "--db", str(tmp_path / "l.duckdb"))
+    assert code == 0, err

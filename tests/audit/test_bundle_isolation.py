@@ -197,7 +197,7 @@ def test_the_forgeries_carry_the_poison_and_the_clean_bundles_still_import(
         assert code == 0, err
 
 
-def test_a_store_from_before_the_separation_moves_imports_apart(poisoned_bundles, tmp_path):
+def test_a_store_from_before_the_separation_moves_imports_apart(tmp_path):
     """Migration 12 on a store written by the previous schema: paraphrases an import stored in
     the local sets (provenance `imported_from`) and checkpoint rows only imported runs name move
     to the imported tables; nothing is lost, the local sets keep their own rows."""

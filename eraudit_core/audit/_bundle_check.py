@@ -331,6 +331,19 @@ def check_bundle_claims(frames: Mapping[str, pd.DataFrame], source: str) -> None
     run = frames["runs"].iloc[0]
     bid = run.get("benchmark_id")
     bench, pairs = frames["benchmarks"], frames["pairs"]
+    _need_columns(
+        frames["score_cache"], "score_cache", ("fingerprint", "prompt_hash", "p_true"), source
+    )
+    if not bench.empty:
+        _need_columns(bench, "benchmarks", ("benchmark_id",), source)
+        _need_columns(pairs, "pairs", ("benchmark_id", *CONTENT_COLUMNS), source)
+    if not frames["paraphrases"].empty:
+        _need_columns(
+            frames["paraphrases"],
+            "paraphrases",
+            ("pair_id", "role", "generator", "idx", "text"),
+            source,
+        )
     if not isinstance(bid, str) or not bid.strip():
         if not bench.empty or not pairs.empty:
             raise InputError(

@@ -15,6 +15,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import tempfile
 import zipfile
 import zlib
@@ -24,12 +25,21 @@ from typing import Any
 
 import pandas as pd
 
-from eraudit_core.audit._bundle_check import check_run_verdicts
+from eraudit_core.audit._bundle_cells import _is_null
+from eraudit_core.audit._bundle_check import check_bundle_claims, check_run_verdicts
+from eraudit_core.audit._bundle_rows import check_bundle_cells
 from eraudit_core.audit._inputs import tool_version
 from eraudit_core.audit._table_scores import table_query
 from eraudit_core.errors import InputError
 from eraudit_core.paths import check_output_file, umask_mode
-from eraudit_core.store import RUN_TABLES, SCHEMA_VERSION, Store, read_run_rows, write_run_rows
+from eraudit_core.store import (
+    RUN_TABLES,
+    SCHEMA_VERSION,
+    Store,
+    import_origin,
+    read_run_rows,
+    write_run_rows,
+)
 from eraudit_core.text import parse_json
 from eraudit_core.types import Query
 
@@ -64,9 +74,13 @@ def run_prompt_hashes(store: Store, run_id: str) -> list[str]:
     started = set(source.get("pair_ids") or []) if isinstance(source, dict) else set()
     mine = {str(r["pair_id"]) for r in results} | started | {pid for pid, _ in texts}
     pairs = {p.pair_id: p for p in store.pairs(run["benchmark_id"])} if run["benchmark_id"] else {}
+    imported = run.get("imported_from")
+    origin = import_origin(imported, run_id) if isinstance(imported, dict) else None
     if pairs:
         texts += [
-            (p.pair_id, p.text) for p in store.paraphrases(run["benchmark_id"]) if p.pair_id in mine
+            (p.pair_id, p.text)
+            for p in store.paraphrases(run["benchmark_id"], origin=origin)
+            if p.pair_id in mine
         ]
     queries: list[Query] = []
     if isinstance(source, dict) and source.get("kind") == "models":
@@ -93,6 +107,10 @@ def export_run_bundle(store: Store, run_id: str, out: str | Path, *, force: bool
     file only with `force`. Written to a temporary file first, then moved into place."""
     path = check_output_file(out, force=force)
     rows = read_run_rows(store, run_id, run_prompt_hashes(store, run_id))
+    for member, col in PATH_CELLS:
+        frame = rows[member]
+        if col in frame.columns:
+            frame[col] = frame[col].map(lambda v: relative_paths(v) if isinstance(v, str) else v)
     run = rows["runs"].iloc[0]
     tables: dict[str, dict[str, Any]] = {}
     blobs: dict[str, bytes] = {}
@@ -117,6 +135,13 @@ def export_run_bundle(store: Store, run_id: str, out: str | Path, *, force: bool
         "exported_by": f"eraudit-studio {tool_version()}",
         "tables": tables,
     }
+    bench = rows["benchmarks"]
+    if not bench.empty and "content_digest" in bench:
+        digest = bench["content_digest"].iloc[0]
+        manifest["benchmark"] = {
+            "id": str(bench["benchmark_id"].iloc[0]),
+            "content_digest": digest if isinstance(digest, str) else None,
+        }
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".export-", suffix=".zip", dir=path.parent)
     try:
@@ -130,6 +155,43 @@ def export_run_bundle(store: Store, run_id: str, out: str | Path, *, force: bool
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+# Cells that may name files on the exporter's machine (the score table, the model cache
+# under the home directory): exported with each absolute path cut to a relative name.
+PATH_CELLS = (
+    ("runs", "source"),
+    ("runs", "pre_name"),
+    ("runs", "post_name"),
+    ("runs", "label"),
+    ("runs", "provenance"),
+    ("runs", "error"),
+    ("runs", "phase"),
+    ("checkpoints", "name"),
+    ("checkpoints", "details"),
+    ("benchmarks", "source"),
+    ("paraphrases", "provenance"),
+)
+# An absolute POSIX path of two or more components, or one under `~`, that starts a cell or
+# follows a blank, a quote, `=`, `+`, `:` (not `://`, a URL) or an opening bracket; its
+# components run up to a blank, a quote, `+`, `:`, `,`, `;` or a closing bracket.
+_ABSOLUTE_PATH = re.compile(
+    r"""(?:(?<=^)|(?<=[\s"'=(\[{,+:]))~?(?:/(?!/)[^\s"'+:,;)\]}/]+){2,}/?"""
+)
+_HF_CACHE_DIR = re.compile(r"(?:^|/)((?:models|datasets)--[^/]+(?:/.*)?)$")
+
+
+def relative_paths(text: str) -> str:
+    """`text` with every absolute path replaced by a relative name: a Hugging Face cache
+    path by its part from `models--<org>--<name>` on, any other by its file name (the
+    exporter's directories, user name and home stay on the exporter's machine)."""
+
+    def cut(match: re.Match[str]) -> str:
+        path = match.group(0).rstrip("/")
+        cache = _HF_CACHE_DIR.search(path)
+        return cache.group(1) if cache else (path.rsplit("/", 1)[-1] or path)
+
+    return _ABSOLUTE_PATH.sub(cut, text)
 
 
 def read_bundle(path: str | Path) -> tuple[dict[str, Any], dict[str, pd.DataFrame]]:
@@ -150,7 +212,19 @@ def read_bundle(path: str | Path) -> tuple[dict[str, Any], dict[str, pd.DataFram
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, ValueError, EOFError) as exc:
         raise InputError(f"{path}: not a run bundle (not a zip file: {exc})") from None
     with zf:
-        infos = {i.filename: i for i in zf.infolist()}
+        infos: dict[str, zipfile.ZipInfo] = {}
+        for info in zf.infolist():
+            if info.filename in infos:
+                raise InputError(
+                    f"{path}: member {info.filename} appears twice; zip tools disagree on "
+                    "which copy they read, so a bundle holds each member once"
+                )
+            if info.flag_bits & 0x1:
+                raise InputError(
+                    f"{path}: member {info.filename} is encrypted; a bundle is read without "
+                    "a password"
+                )
+            infos[info.filename] = info
         if MANIFEST not in infos:
             raise InputError(f"{path}: not a run bundle (no {MANIFEST})")
         budget = _Budget(path)
@@ -165,10 +239,10 @@ def read_bundle(path: str | Path) -> tuple[dict[str, Any], dict[str, pd.DataFram
         for name in RUN_TABLES:
             entry = manifest["tables"][name]
             member = entry["file"]
-            info = infos.get(member)
-            if info is None:
+            found = infos.get(member)
+            if found is None:
                 raise InputError(f"{path}: {member} is listed in {MANIFEST} but missing")
-            data, digest = _read_member(zf, info, budget, MAX_TOTAL_BYTES)
+            data, digest = _read_member(zf, found, budget, MAX_TOTAL_BYTES)
             if digest != entry["sha256"]:
                 raise InputError(f"{path}: {member} does not match its sha256 in {MANIFEST}")
             frame = _read_parquet(path, member, data)
@@ -179,6 +253,14 @@ def read_bundle(path: str | Path) -> tuple[dict[str, Any], dict[str, pd.DataFram
             frames[name] = frame
     if frames["runs"]["run_id"].tolist() != [manifest["run_id"]]:
         raise InputError(f"{path}: runs.parquet does not hold run {manifest['run_id']}")
+    run = frames["runs"].iloc[0]
+    for field in ("label", "status"):
+        same = _is_null(manifest.get(field)) and _is_null(run.get(field))
+        if field in manifest and field in run and not same and manifest[field] != run[field]:
+            raise InputError(
+                f"{path}: {MANIFEST}: field {field} says {str(manifest[field])[:80]!r}, "
+                f"runs.parquet row 1 says {str(run[field])[:80]!r}"
+            )
     return manifest, frames
 
 
@@ -263,18 +345,30 @@ def _check_manifest(path: Path, manifest: Any) -> None:
             raise InputError(f"{path}: {MANIFEST}: field tables.{name} needs file, rows, sha256")
 
 
+# Provenance a bundle states that no import can derive again from its steps: kept, but only
+# under CLAIMED_KEY, and shown as the bundle's unverified claim (`imported_note`).
+UNVERIFIABLE_PROVENANCE = ("noise_floor", "control_run", "epsilon_from")
+CLAIMED_KEY = "claimed_by_bundle"
+
+
 def import_run_bundle(store: Store, path: str | Path) -> dict[str, Any]:
     """Check a bundle whole, then store its run in one transaction; returns the run id and
     the rows per table. A run id already in `store` is refused and nothing is written.
 
-    The bundle is evidence, not authority: its config must pass the validator a new run
-    uses and every verdict and bound must follow from its own steps (`check_run_verdicts`);
-    its cached scores are kept apart (`imported_scores`) and its benchmark is matched by
-    content. The run is marked imported from the file, unverified.
+    The bundle is evidence, not authority. Its cells must be ones this tool writes
+    (`check_bundle_cells`), its config must pass the validator a new run uses, every verdict,
+    bound and worst rewording must follow from its own steps (`check_run_verdicts`) and its
+    pairs and questions from its benchmark (`check_bundle_claims`). Provenance that cannot be
+    derived again (noise floor, control run, epsilon source) is kept only as the bundle's
+    claim. Everything it brings is stored apart under its origin (`write_run_rows`), and the
+    run is marked imported from the file, unverified.
     """
     path = Path(path)
     manifest, frames = read_bundle(path)
+    check_bundle_cells(frames, str(path))
     check_run_verdicts(frames, str(path))
+    check_bundle_claims(frames, str(path))
+    frames = {**frames, "runs": _claims_apart(frames["runs"])}
     imported_from = {
         "file": path.name,
         "sha256": _file_sha256(path),
@@ -282,11 +376,41 @@ def import_run_bundle(store: Store, path: str | Path) -> dict[str, Any]:
         "exported_by": str(manifest.get("exported_by", ""))[:200],
         "verified": False,
     }
+    bench = manifest.get("benchmark")
+    digest = bench.get("content_digest") if isinstance(bench, dict) else None
     try:
-        run_id = write_run_rows(store, frames, imported_from)
+        run_id = write_run_rows(
+            store,
+            frames,
+            imported_from,
+            benchmark_digest=digest if isinstance(digest, str) else None,
+        )
     except InputError as exc:
         raise InputError(f"{path}: {exc}") from None
     return {"run_id": run_id, "rows": {name: len(df) for name, df in frames.items()}}
+
+
+def _claims_apart(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs row with the provenance no import can verify moved under CLAIMED_KEY (merged
+    with what an earlier import of the run had moved there)."""
+    raw = runs["provenance"].iloc[0] if "provenance" in runs else None
+    try:
+        prov = json.loads(raw) if isinstance(raw, str) and raw else {}
+    except ValueError:
+        raise InputError("runs.parquet row 1: field provenance is not JSON") from None
+    if not isinstance(prov, dict):
+        raise InputError("runs.parquet row 1: field provenance must be a JSON object")
+    earlier = prov.get(CLAIMED_KEY)
+    claimed: dict[str, Any] = dict(earlier) if isinstance(earlier, dict) else {}
+    for key in UNVERIFIABLE_PROVENANCE:
+        if prov.get(key) is not None:
+            claimed[key] = prov[key]
+        prov.pop(key, None)
+    if claimed:
+        prov[CLAIMED_KEY] = claimed
+    runs = runs.copy()
+    runs["provenance"] = json.dumps(prov, ensure_ascii=False, default=str)
+    return runs
 
 
 def _file_sha256(path: Path) -> str:

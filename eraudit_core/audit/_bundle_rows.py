@@ -20,8 +20,10 @@ import pandas as pd
 
 from eraudit_core.audit._bundle_cells import _generators, _is_null, _num, _whole
 from eraudit_core.audit._config import AuditConfig
+from eraudit_core.audit._run_record import MAX_LABEL_CHARS, MAX_NAME_CHARS
 from eraudit_core.errors import InputError
 from eraudit_core.paraphrase import normalize_text
+from eraudit_core.store import RUN_STATUSES
 from eraudit_core.text import check_no_control
 from eraudit_core.types import PAIR_STATUSES
 
@@ -41,6 +43,117 @@ PROBABILITIES = {
     ),
     "score_cache": (("p_true", False),),
 }
+
+
+# The longest a cell may be: a label and a checkpoint name as at run creation, an id as a
+# name, any other text (a question with its passage, a prompt, a JSON record) far above any a
+# real run writes but far below what fills a page or memory.
+MAX_CELL_CHARS = {("runs", "label"): MAX_LABEL_CHARS, ("runs", "pre_name"): MAX_NAME_CHARS}
+MAX_ID_CHARS = MAX_NAME_CHARS
+MAX_TEXT_CHARS = 1_000_000
+ID_COLUMNS = ("run_id", "pair_id", "generator", "benchmark_id", "fingerprint", "role", "status")
+# (member, column, whole number) cells that count or time something: never negative, never
+# inf; NULL allowed (an older bundle, a pair without a stage).
+COUNT_COLUMNS = (
+    ("runs", "n_pairs", True),
+    ("runs", "queries_scored", True),
+    ("runs", "queries_cached", True),
+    ("runs", "active_seconds", False),
+    ("run_pairs", "pair_index", True),
+    ("run_pairs", "stage", True),
+    ("run_pairs", "n_counterexamples", True),
+    ("run_pairs", "n_search", True),
+    ("run_pairs", "n_test", True),
+    ("run_pairs", "worst_stage", True),
+    ("run_pairs", "worst_t", True),
+    ("run_steps", "idx", True),
+    ("pairs", "pair_index", True),
+    ("paraphrases", "idx", True),
+    ("benchmarks", "n_pairs", True),
+)
+# cells that hold JSON: every string inside (keys included) is checked like a text cell
+JSON_COLUMNS = (
+    ("runs", "config"),
+    ("runs", "provenance"),
+    ("runs", "source"),
+    ("runs", "traffic"),
+    ("runs", "phase"),
+    ("runs", "imported_from"),
+    ("run_pairs", "generators"),
+    ("pairs", "extra"),
+    ("paraphrases", "provenance"),
+    ("checkpoints", "details"),
+)
+
+
+def check_bundle_cells(frames: Mapping[str, pd.DataFrame], source: str) -> None:
+    """Every cell of every member is one a run of this tool could hold: the run's status one
+    of RUN_STATUSES, texts within their length caps and free of control characters (inside
+    JSON cells too, where an escape such as \\u001b decodes to one), counts whole numbers
+    >= 0 and seconds finite and >= 0. InputError names member, row and field."""
+    runs = frames["runs"]
+    for i, status in enumerate(runs.get("status", [])):
+        if status not in RUN_STATUSES:
+            raise InputError(
+                f"{source}: runs.parquet row {i + 1}: field status must be one of "
+                f"{', '.join(RUN_STATUSES)}, got {str(status)[:80]!r}"
+            )
+    for member, frame in frames.items():
+        for col in frame.columns:
+            cap = MAX_CELL_CHARS.get((member, "pre_name" if col == "post_name" else col))
+            cap = cap or (MAX_ID_CHARS if col in ID_COLUMNS else MAX_TEXT_CHARS)
+            for i, value in enumerate(frame[col]):
+                if isinstance(value, str) and len(value) > cap:
+                    raise InputError(
+                        f"{source}: {member}.parquet row {i + 1}: field {col} is {len(value):,} "
+                        f"characters long, more than the {cap:,} allowed"
+                    )
+    for member, col, whole in COUNT_COLUMNS:
+        counted = frames.get(member)
+        if counted is None or col not in counted.columns:
+            continue
+        for i, value in enumerate(counted[col]):
+            if _is_null(value):
+                continue
+            number = _whole(value) if whole else _num(value)
+            if (
+                isinstance(value, (bool, np.bool_))
+                or number is None
+                or not (math.isfinite(number) and number >= 0)
+            ):
+                what = "a whole number >= 0" if whole else "a finite number >= 0"
+                raise InputError(
+                    f"{source}: {member}.parquet row {i + 1}: field {col} must be {what}, got "
+                    f"{value!r}"
+                )
+    for member, col in JSON_COLUMNS:
+        held = frames.get(member)
+        if held is None or col not in held.columns:
+            continue
+        for i, value in enumerate(held[col]):
+            if not isinstance(value, str) or value.strip()[:1] not in ("{", "["):
+                continue
+            try:
+                data = json.loads(value)
+            except ValueError:
+                if (member, col) == ("runs", "source"):
+                    continue  # a table run's source is text, checked as text
+                raise InputError(
+                    f"{source}: {member}.parquet row {i + 1}: field {col} is not JSON"
+                ) from None
+            _check_json_strings(data, f"{source}: {member}.parquet row {i + 1}", col)
+
+
+def _check_json_strings(data: Any, where: str, field: str) -> None:
+    if isinstance(data, str):
+        check_no_control(data, where, field)
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            check_no_control(str(key), where, field)
+            _check_json_strings(value, where, f"{field}.{key}")
+    elif isinstance(data, list):
+        for n, value in enumerate(data):
+            _check_json_strings(value, where, f"{field}[{n}]")
 
 
 def check_bundle_rows(frames: Mapping[str, pd.DataFrame], config: AuditConfig, source: str) -> None:
@@ -87,9 +200,22 @@ def check_bundle_rows(frames: Mapping[str, pd.DataFrame], config: AuditConfig, s
                 f"{source}: run_steps.parquet row {rows[0] + 1}: field pair_id {pid!r} has no "
                 "result in run_pairs.parquet, yet the run is done"
             )
+    # a run of a benchmark drew from stored pools, and its bundle carries them: every draw
+    # is checked against them (a score-table run's pools live in its table)
+    required = (
+        _is_set(frames["runs"]["benchmark_id"].iloc[0])
+        if "benchmark_id" in frames["runs"]
+        else False
+    )
     for i, pair in enumerate(pairs.to_dict("records")):
         rows = by_pair.get(str(pair["pair_id"]), [])
-        _check_pair_draws(pair, i, [(r, keys[r]) for r in rows], steps, config, pools, source)
+        _check_pair_draws(
+            pair, i, [(r, keys[r]) for r in rows], steps, config, pools, source, required
+        )
+
+
+def _is_set(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
 
 
 # -- row checks -----------------------------------------------------------------------------------
@@ -190,8 +316,12 @@ def _check_pair_draws(
     config: AuditConfig,
     pools: Mapping[tuple[str, str, str], set[str]],
     source: str,
+    required: bool = False,
 ) -> None:
-    """The steps of one finished pair are the draws its own tests made, in order."""
+    """The steps of one finished pair are the draws its own tests made, in order; with
+    `required` (a run of a benchmark, whose bundle carries its pools) every draw is one of its
+    pool's, the search stage holds min(search budget, search pool) steps (the engine scores
+    the whole budgeted search set) and each generator's recorded pool is the pool's size."""
     pid = str(pair["pair_id"])
     where_pair = f"{source}: run_pairs.parquet row {pair_row + 1} (pair {pid})"
     gens = _generators(pair)
@@ -228,7 +358,7 @@ def _check_pair_draws(
                 f"{where(r)}: field generator {gen!r} is not a search generator of the run "
                 f"({', '.join(config.search_generators)})"
             )
-        pool = pools.get((pid, gen, "search"))
+        pool = pools.get((pid, gen, "search"), set() if required else None)
         if pool is not None and str(texts.iloc[r]) not in pool:
             raise InputError(
                 f"{where(r)}: field text is not one of the {len(pool)} {gen} search "
@@ -240,6 +370,27 @@ def _check_pair_draws(
             f"{where(r)}: stage 1 has {len(search)} steps, more than the run's search budget "
             f"({config.search_budget})"
         )
+    if required:
+        gens_s = config.search_generators or sorted(
+            {g for (p, g, role) in pools if p == pid and role == "search"}
+        )
+        pool_s = set().union(*(pools.get((pid, g, "search"), set()) for g in gens_s))
+        want = min(config.search_budget, len(pool_s))
+        if len(search) != want:
+            raise InputError(
+                f"{where_pair}: field n_search: stage 1 holds {len(search)} steps, but the run "
+                f"scores its whole search set up to the budget: min(search budget "
+                f"{config.search_budget}, {len(pool_s)} search paraphrases in "
+                f"paraphrases.parquet) = {want}"
+            )
+        for j, name in enumerate(names):
+            size = len(pools.get((pid, name, "test"), set()))
+            if _whole(gens[j].get("available")) != size:
+                raise InputError(
+                    f"{where_pair}: field generators ({name}): available says "
+                    f"{gens[j].get('available')!r}, paraphrases.parquet holds {size} {name} "
+                    "paraphrases for this pair"
+                )
     search_norm = {normalize_text(str(texts.iloc[r])): r for _, r, _ in search}
     seen_test: dict[str, int] = {}
     for j, name in enumerate(names):
@@ -265,7 +416,7 @@ def _check_pair_draws(
                     "stage 2 needs fresh paraphrases, so field text must be unique within a pair"
                 )
             seen_test[norm] = r
-            pool = pools.get((pid, name, "test"))
+            pool = pools.get((pid, name, "test"), set() if required else None)
             if pool is not None and text not in pool:
                 raise InputError(
                     f"{where(r)}: field text is not one of the {len(pool)} {name} paraphrases "
@@ -297,7 +448,12 @@ def _check_done_run_is_whole(run: pd.Series, pair_ids: list[str], source: str) -
     pair dropped from a bundle would leave the rest reading as if it were the whole run)."""
     where = f"{source}: runs.parquet row 1"
     n = _whole(run.get("n_pairs"))
-    if n is not None and n != len(pair_ids):
+    if n is None:
+        raise InputError(
+            f"{where}: field n_pairs must be a whole number for a done run, got "
+            f"{run.get('n_pairs')!r}"
+        )
+    if n != len(pair_ids):
         raise InputError(
             f"{where}: field n_pairs says {n}, but run_pairs.parquet holds {len(pair_ids)} "
             "results, and the run is done"

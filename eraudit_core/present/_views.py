@@ -325,7 +325,25 @@ def imported_note(run: Mapping[str, Any]) -> str | None:
             imported = {}
     if not isinstance(imported, Mapping):
         return None
-    return f"imported from {imported.get('file') or 'a bundle'} (unverified)"
+    note = f"imported from {imported.get('file') or 'a bundle'} (unverified)"
+    prov = run.get("provenance")
+    claims = prov.get("claimed_by_bundle") if isinstance(prov, Mapping) else None
+    if isinstance(claims, Mapping) and claims:
+        note += "; claimed by the bundle, unverified: " + "; ".join(
+            _claim(key, value) for key, value in claims.items()
+        )
+    return note
+
+
+def _claim(key: str, value: Any) -> str:
+    """One provenance claim of a bundle in words (noise floor, control run, epsilon source)."""
+    if key == "noise_floor" and isinstance(value, Mapping):
+        return f"numerical precision {value.get('value')!s} ({value.get('source') or 'no source'})"
+    if key == "epsilon_from" and isinstance(value, Mapping):
+        return f"epsilon from calibration {value.get('calibration') or value}"
+    if key == "control_run":
+        return f"control run {value}"
+    return f"{key} {json.dumps(value, default=str)[:200]}"
 
 
 def run_names(store: Store, run_ids: Iterable[str]) -> dict[str, str]:

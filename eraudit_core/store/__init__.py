@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from eraudit_core.store._benchmark import (
     BUNDLED_QUALITY_H,
+    CONTENT_COLUMNS,
     MAX_BENCHMARK_BYTES,
     QUALITY_H_ATTRIBUTION,
     Benchmark,
     guess_dataset_name,
     load_benchmark,
     load_bundled_benchmark,
+    pairs_content_digest,
     parse_benchmark,
     reference_pair_id,
     write_jsonl,
@@ -30,6 +32,7 @@ from eraudit_core.store._records import (
 )
 from eraudit_core.store._run_copy import (
     RUN_TABLES,
+    import_origin,
     read_run_rows,
     write_run_rows,
 )
@@ -43,6 +46,7 @@ from eraudit_core.store._store import (
 
 __all__ = [
     "BUNDLED_QUALITY_H",
+    "CONTENT_COLUMNS",
     "Benchmark",
     "MAX_BENCHMARK_BYTES",
     "NOT_MEANING_PRESERVING",
@@ -55,8 +59,10 @@ __all__ = [
     "StepRecord",
     "Store",
     "guess_dataset_name",
+    "import_origin",
     "load_benchmark",
     "load_bundled_benchmark",
+    "pairs_content_digest",
     "parse_benchmark",
     "read_run_rows",
     "reference_pair_id",

@@ -35,6 +35,8 @@ RUN_TABLES = (
     "score_cache",
 )
 
+PARAPHRASE_COLUMNS = "benchmark_id, pair_id, role, generator, idx, text, provenance, created_at"
+CHECKPOINT_COLUMNS = "fingerprint, name, details, registered_at"
 SCORE_COLUMNS = (
     "fingerprint, prompt_hash, p_true, l_a_true_a, l_b_true_a, l_a_true_b, l_b_true_b, scored_at"
 )
@@ -57,9 +59,6 @@ def read_run_rows(
                 "SELECT * FROM benchmarks WHERE benchmark_id = ?", [bid]
             ).df(),
             "pairs": cur.execute("SELECT * FROM pairs WHERE benchmark_id = ?", [bid]).df(),
-            "checkpoints": cur.execute(
-                "SELECT * FROM checkpoints WHERE list_contains(?, fingerprint)", [fps]
-            ).df(),
             "score_cache": cur.execute(
                 f"SELECT {SCORE_COLUMNS} FROM score_cache WHERE list_contains(?, fingerprint) "
                 "AND list_contains(?, prompt_hash) UNION ALL "
@@ -71,14 +70,53 @@ def read_run_rows(
             ).df(),
         }
         pair_ids = sorted(set(rows["run_pairs"]["pair_id"]) | _source_pair_ids(run))
+        # an imported run's pools and checkpoints live apart: read them where they are
+        # of the store's own pools, the rows that existed when the run was created: the pools
+        # it drew from (a set extended later would not match what the run recorded)
+        origin = _origin(run)
         rows["paraphrases"] = cur.execute(
-            "SELECT * FROM paraphrases WHERE benchmark_id = ? AND list_contains(?, pair_id)",
-            [bid, pair_ids],
+            f"SELECT {PARAPHRASE_COLUMNS} FROM paraphrases WHERE benchmark_id = ? "
+            "AND list_contains(?, pair_id) AND created_at <= ? "
+            f"UNION ALL SELECT {PARAPHRASE_COLUMNS} "
+            "FROM imported_paraphrases WHERE origin = ? AND benchmark_id = ? "
+            "AND list_contains(?, pair_id)",
+            [
+                bid,
+                pair_ids,
+                pd.Timestamp(run["created_at"].iloc[0]).to_pydatetime(),
+                origin,
+                bid,
+                pair_ids,
+            ],
+        ).df()
+        rows["checkpoints"] = cur.execute(
+            f"SELECT {CHECKPOINT_COLUMNS} FROM checkpoints WHERE list_contains(?, fingerprint) "
+            f"UNION ALL SELECT {CHECKPOINT_COLUMNS} FROM imported_checkpoints i "
+            "WHERE origin = ? AND list_contains(?, fingerprint) AND NOT EXISTS "
+            "(SELECT 1 FROM checkpoints c WHERE c.fingerprint = i.fingerprint)",
+            [fps, origin, fps],
         ).df()
     # the copy is not running anywhere: an active run arrives as interrupted
     if rows["runs"]["status"].iloc[0] in ACTIVE_STATUSES:
         rows["runs"].loc[:, "status"] = "interrupted"
     return rows
+
+
+def _origin(run: pd.DataFrame) -> str | None:
+    """The origin an imported run's material is stored under (None for a run of this store)."""
+    raw = run["imported_from"].iloc[0] if "imported_from" in run.columns else None
+    try:
+        imported = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError:
+        imported = None
+    if not isinstance(imported, dict):
+        return None
+    return import_origin(imported, str(run["run_id"].iloc[0]))
+
+
+def import_origin(imported_from: Mapping[str, Any], run_id: str) -> str:
+    """The name an import's material is kept under: the bundle's file name and its run."""
+    return f"{imported_from.get('file') or 'a bundle'} (run {run_id})"
 
 
 def _source_pair_ids(run: pd.DataFrame) -> set[str]:
@@ -94,17 +132,21 @@ def write_run_rows(
     store: Store,
     rows: Mapping[str, pd.DataFrame],
     imported_from: Mapping[str, Any] | None = None,
+    benchmark_digest: str | None = None,
 ) -> str:
     """Store a run read by `read_run_rows` (possibly in another store); returns its id.
 
-    One transaction: the run must be new here. Its benchmark is matched by content: the same
-    pairs under the same id are reused, other pairs under a known id get a new versioned id
-    (the run keeps its own copy, the stored one is untouched). Paraphrases already stored
-    identically are skipped and clashing ones refused, checkpoints are added if missing, and
-    the cached scores go to `imported_scores` with their origin, never into this store's own
-    cache. The run is recorded with `imported_from` and never as running here. Without
-    `imported_from` the rows were derived in this store (e.g. a run re-derived after
-    exclusions) and are stored as this store's own.
+    One transaction: the run must be new here. Without `imported_from` the rows were derived
+    in this store (e.g. a run re-derived after exclusions) and are stored as this store's own.
+
+    With `imported_from` (a bundle) nothing it brings joins what local audits read: its
+    paraphrases go to `imported_paraphrases`, its checkpoint rows to `imported_checkpoints`
+    and its cached scores to `imported_scores`, each under the import's origin
+    (`import_origin`); the run is recorded with `imported_from` and never as running here.
+    Its benchmark is matched by content: pairs this store already holds under the id (or one
+    of its versions) are reused, other pairs are stored under `<id>@<digest>` with the origin,
+    so a bundle never takes a name a later local import would need. A bundle that carries no
+    benchmark must name a stored one whose content digest is `benchmark_digest`.
     """
     run = rows["runs"].copy()
     if len(run) != 1:
@@ -120,9 +162,10 @@ def write_run_rows(
     for col in ("owner_pid", "owner_host", "owner_token", "heartbeat_at"):
         if col in run.columns:
             run[col] = pd.Series([None], dtype=object, index=run.index)
+    origin = import_origin(imported_from or {}, run_id) if imported_from is not None else None
     if imported_from is not None:
         run["imported_from"] = json.dumps(dict(imported_from), ensure_ascii=False, default=str)
-    origin = f"{(imported_from or {}).get('file', 'this store')} (run {run_id})"
+    now = pd.Timestamp.now(tz="UTC").tz_localize(None)
     with store.transaction() as w:
         if w.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id]).fetchall():
             raise InputError(
@@ -131,33 +174,65 @@ def write_run_rows(
             )
         bench = rows["benchmarks"]
         if not bench.empty:
-            bid = _store_benchmark(w, bench, rows["pairs"])
+            bid = _store_benchmark(w, bench, rows["pairs"], origin)
             run["benchmark_id"] = bid
-            for prov, group in rows["paraphrases"].groupby("provenance", dropna=False, sort=False):
-                paras = [
-                    Paraphrase(
-                        str(r["pair_id"]),
-                        r["role"],
-                        str(r["generator"]),
-                        int(r["idx"]),
-                        str(r["text"]),
-                    )
-                    for r in group.to_dict("records")
-                ]
-                provenance = json.loads(prov) if isinstance(prov, str) and prov else {}
-                provenance = provenance if isinstance(provenance, dict) else {}
-                store.add_paraphrases(bid, paras, {**provenance, "imported_from": origin})
-        known = {r[0] for r in w.execute("SELECT fingerprint FROM checkpoints").fetchall()}
+            if origin is None:
+                _store_own_paraphrases(store, bid, rows["paraphrases"])
+            else:
+                paras = rows["paraphrases"].copy()
+                paras["benchmark_id"] = bid
+                paras.insert(0, "origin", origin)
+                _insert(w, "imported_paraphrases", paras)
+        elif origin is not None and _is_set(run["benchmark_id"].iloc[0]):
+            _check_named_benchmark(w, str(run["benchmark_id"].iloc[0]), benchmark_digest)
         ckpts = rows["checkpoints"]
-        _insert(w, "checkpoints", ckpts[~ckpts["fingerprint"].isin(known)])
+        if origin is None:
+            known = {r[0] for r in w.execute("SELECT fingerprint FROM checkpoints").fetchall()}
+            _insert(w, "checkpoints", ckpts[~ckpts["fingerprint"].isin(known)])
+        else:
+            ckpts = ckpts.copy()
+            ckpts.insert(0, "origin", origin)
+            _insert(w, "imported_checkpoints", ckpts)
         scores = rows["score_cache"].copy()
-        scores["origin"] = origin
-        scores["imported_at"] = pd.Timestamp.now(tz="UTC").tz_localize(None)
+        scores["origin"] = origin or f"this store (run {run_id})"
+        scores["imported_at"] = now
         _insert(w, "imported_scores", scores, or_ignore=True)
         _insert(w, "runs", run)
         _insert(w, "run_pairs", rows["run_pairs"])
         _insert(w, "run_steps", rows["run_steps"])
     return run_id
+
+
+def _is_set(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def _check_named_benchmark(cur: Any, benchmark_id: str, digest: str | None) -> None:
+    """A bundle without its benchmark names one this store holds with the same content."""
+    if not digest:
+        raise InputError(
+            f"the bundle carries no benchmark and names none by content digest; its run "
+            f"names benchmark {benchmark_id!r}"
+        )
+    bid, stored = benchmark_slot(cur, benchmark_id, digest)
+    if not stored or bid != benchmark_id:
+        raise InputError(
+            f"the bundle carries no benchmark and this store holds no benchmark "
+            f"{benchmark_id!r} with content digest {digest}"
+        )
+
+
+def _store_own_paraphrases(store: Store, bid: str, paraphrases: pd.DataFrame) -> None:
+    """Paraphrases of a run derived in this store, added to its own sets (clashes refused)."""
+    for prov, group in paraphrases.groupby("provenance", dropna=False, sort=False):
+        paras = [
+            Paraphrase(
+                str(r["pair_id"]), r["role"], str(r["generator"]), int(r["idx"]), str(r["text"])
+            )
+            for r in group.to_dict("records")
+        ]
+        provenance = json.loads(prov) if isinstance(prov, str) and prov else {}
+        store.add_paraphrases(bid, paras, provenance if isinstance(provenance, dict) else {})
 
 
 # What the store's CHECK constraints would say, checked here because DuckDB cannot add a
@@ -201,19 +276,25 @@ def _check_probabilities(rows: Mapping[str, pd.DataFrame]) -> None:
             )
 
 
-def _store_benchmark(cur: Any, bench: pd.DataFrame, pairs: pd.DataFrame) -> str:
-    """The id the bundle's benchmark lives under here (stored now unless these very pairs are
-    already stored under it or one of its versions)."""
+def _store_benchmark(
+    cur: Any, bench: pd.DataFrame, pairs: pd.DataFrame, origin: str | None = None
+) -> str:
+    """The id the bundle's benchmark lives under here: the stored id (or version) that holds
+    these very pairs, else a new one: the next free version for rows of this store, or
+    `<id>@<digest[:12]>` marked with `origin` for an import."""
     claimed = str(bench["benchmark_id"].iloc[0])
     pairs = pairs.copy()
     pairs["story_title"] = pairs["story_title"].where(pairs["story_title"].notna(), "")
     digest = pairs_content_digest(pairs[list(CONTENT_COLUMNS)].itertuples(index=False))
     bid, stored = benchmark_slot(cur, claimed, digest)
+    if not stored and origin is not None:
+        bid, stored = benchmark_slot(cur, f"{claimed.split('@')[0]}@{digest[:12]}", digest)
     if not stored:
         bench = bench.iloc[:1].copy()
         bench.loc[:, "benchmark_id"] = bid
         bench["content_digest"] = digest
         bench.loc[:, "n_pairs"] = len(pairs)
+        bench["origin"] = origin
         pairs.loc[:, "benchmark_id"] = bid
         _insert(cur, "benchmarks", bench)
         _insert(cur, "pairs", pairs)

@@ -177,6 +177,41 @@ MIGRATIONS: dict[int, list[str]] = {
     # scoring question i of n), since when, and how long each earlier step took, written by the
     # worker and read by any page polling the store (docs/dashboard.md, "The Step line").
     11: ["ALTER TABLE runs ADD COLUMN phase JSON"],
+    # 12: what a bundle brings besides its scores is kept apart with its origin too, so no
+    # local audit draws on it: its paraphrases (`imported_paraphrases`) and its checkpoint
+    # registrations (`imported_checkpoints`; a local registration re-measures the label mass
+    # and noise floor), and a benchmark no local import holds (`benchmarks.origin`).
+    # Paraphrases stored by an earlier import say so in their provenance and move over; a
+    # checkpoint row moves when only imported runs name its fingerprint (a local audit then
+    # measures it again). Nothing is dropped; applied twice (a store rolled back by hand) it
+    # changes nothing more.
+    12: [
+        """CREATE TABLE IF NOT EXISTS imported_paraphrases (
+            origin VARCHAR NOT NULL, benchmark_id VARCHAR NOT NULL, pair_id VARCHAR NOT NULL,
+            role VARCHAR NOT NULL, generator VARCHAR NOT NULL, idx INTEGER NOT NULL,
+            text VARCHAR NOT NULL, provenance JSON, created_at TIMESTAMP NOT NULL,
+            PRIMARY KEY (origin, benchmark_id, pair_id, role, generator, idx))""",
+        """INSERT OR IGNORE INTO imported_paraphrases SELECT
+                json_extract_string(provenance, '$.imported_from'), benchmark_id, pair_id, role,
+                generator, idx, text, provenance, created_at
+            FROM paraphrases WHERE json_extract_string(provenance, '$.imported_from') IS NOT NULL""",
+        "DELETE FROM paraphrases "
+        "WHERE json_extract_string(provenance, '$.imported_from') IS NOT NULL",
+        """CREATE TABLE IF NOT EXISTS imported_checkpoints (
+            origin VARCHAR NOT NULL, fingerprint VARCHAR NOT NULL, name VARCHAR, details JSON,
+            registered_at TIMESTAMP, PRIMARY KEY (origin, fingerprint))""",
+        """INSERT OR IGNORE INTO imported_checkpoints SELECT DISTINCT
+                coalesce(json_extract_string(r.imported_from, '$.file'), 'a bundle')
+                    || ' (run ' || r.run_id || ')', c.fingerprint, c.name, c.details,
+                c.registered_at
+            FROM checkpoints c JOIN runs r ON r.imported_from IS NOT NULL
+                 AND c.fingerprint IN (r.pre_fingerprint, r.post_fingerprint)
+            WHERE NOT EXISTS (SELECT 1 FROM runs l WHERE l.imported_from IS NULL
+                  AND c.fingerprint IN (l.pre_fingerprint, l.post_fingerprint))""",
+        "DELETE FROM checkpoints WHERE fingerprint IN (SELECT fingerprint FROM imported_checkpoints)",
+        # a benchmark a bundle brought that this store did not hold: stored under its own id
+        "ALTER TABLE benchmarks ADD COLUMN IF NOT EXISTS origin VARCHAR",
+    ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
 RUN_STATUSES = ("pending", "running", "done", "failed", "cancelled", "interrupted")

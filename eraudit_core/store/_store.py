@@ -132,8 +132,16 @@ class Store(RunTables, LabelTables):
                 [fingerprint, name, json.dumps(dict(details), default=str), _now()],
             )
 
-    def checkpoints(self) -> pd.DataFrame:
-        return self._df("SELECT * FROM checkpoints ORDER BY registered_at")
+    def checkpoints(self, *, origin: str | None = None) -> pd.DataFrame:
+        """Checkpoints this store registered (what a local audit reuses: label mass, noise
+        floor); with `origin`, the rows an import brought under it (kept apart)."""
+        if origin is None:
+            return self._df("SELECT * FROM checkpoints ORDER BY registered_at")
+        return self._df(
+            "SELECT * EXCLUDE (origin) FROM imported_checkpoints WHERE origin = ? "
+            "ORDER BY registered_at",
+            [origin],
+        )
 
     # -- paraphrases ---------------------------------------------------------------------
     def add_paraphrases(
@@ -225,9 +233,15 @@ class Store(RunTables, LabelTables):
         pair_id: str | None = None,
         role: str | None = None,
         generator: str | None = None,
+        *,
+        origin: str | None = None,
     ) -> list[Paraphrase]:
+        """This store's own paraphrases (what a local audit draws from); with `origin`, those
+        an import brought under that origin instead (kept apart, never drawn from)."""
+        table = "paraphrases" if origin is None else "imported_paraphrases"
         sql, params = _filtered(
-            "SELECT pair_id, role, generator, idx, text FROM paraphrases",
+            f"SELECT pair_id, role, generator, idx, text FROM {table}",
+            origin=origin,
             benchmark_id=benchmark_id,
             pair_id=pair_id,
             role=role,

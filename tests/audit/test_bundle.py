@@ -12,9 +12,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from eraudit_core.audit._bundle import relative_paths
 from eraudit_core.audit._table_scores import table_query
 from eraudit_core.cli import main
-from eraudit_core.store import SCHEMA_VERSION, Store
+from eraudit_core.store import SCHEMA_VERSION, Store, import_origin
+from eraudit_core.types import Paraphrase
 from tests import _synthetic as synthetic
 
 
@@ -64,7 +66,7 @@ def _snapshot(store: Store, run_id: str) -> dict:
 
     run = store.run(run_id)
     keys = ("label", "status", "config", "source", "pre_name", "post_name", "n_pairs")
-    keys += ("pre_fingerprint", "post_fingerprint", "benchmark_id", "queries_scored")
+    keys += ("pre_fingerprint", "post_fingerprint", "queries_scored")
     out = {
         "run": {k: run[k] for k in keys},
         "steps": plain(store.steps(run_id).drop(columns=["recorded_at"])),
@@ -72,7 +74,9 @@ def _snapshot(store: Store, run_id: str) -> dict:
     }
     if run["benchmark_id"]:
         out["benchmark"] = store.pairs(run["benchmark_id"])
-        out["paraphrases"] = store.paraphrases(run["benchmark_id"])
+        # an imported run's pools are kept apart under its origin, never in the local sets
+        origin = import_origin(run["imported_from"], run_id) if run["imported_from"] else None
+        out["paraphrases"] = store.paraphrases(run["benchmark_id"], origin=origin)
     return out
 
 
@@ -84,12 +88,22 @@ def test_export_then_import_carries_the_whole_run(source, tmp_path, capsys):
         code, out, err = _run(capsys, "export-run", run_id, "--db", str(db), "--out", str(bundle))
         assert code == 0, err
         assert Path(out.strip()) == bundle
+        with zipfile.ZipFile(bundle) as zf:  # no member names the exporter's directories
+            for name in zf.namelist():
+                frame = pd.read_parquet(zf.open(name)) if name.endswith(".parquet") else None
+                text = zf.read(name).decode() if frame is None else frame.to_json()
+                assert str(tmp_path) not in text.replace("\\/", "/"), name
         code, out, err = _run(capsys, "import-run", str(bundle), "--db", str(laptop), "--json")
         assert code == 0, err
         assert json.loads(out)["run_id"] == run_id
     with Store(db) as a, Store(laptop) as b:
         for run_id in (syn_run, table_run):
-            assert _snapshot(b, run_id) == _snapshot(a, run_id)
+            exported = _snapshot(a, run_id)
+            # the exporter's absolute paths (the score table's) travel as relative names
+            for key in ("label", "source", "pre_name", "post_name"):
+                value = exported["run"][key]
+                exported["run"][key] = relative_paths(value) if isinstance(value, str) else value
+            assert _snapshot(b, run_id) == exported
             fps = a.run(run_id)
             for fp in (fps["pre_fingerprint"], fps["post_fingerprint"]):
                 # scores arrive apart from the laptop's own cache: never read by a
@@ -107,7 +121,11 @@ def test_export_then_import_carries_the_whole_run(source, tmp_path, capsys):
                 assert a.cached_scores(fp, hashes) != {}
             mine = {fps["pre_fingerprint"], fps["post_fingerprint"]}
             in_a = mine & set(a.checkpoints().get("fingerprint", []))
-            assert in_a <= set(b.checkpoints().get("fingerprint", []))
+            # the bundle's checkpoint rows are kept apart under its origin: a local audit of
+            # the same checkpoint measures its label mass and noise floor again
+            origin = import_origin(b.run(run_id)["imported_from"], run_id)
+            assert in_a <= set(b.checkpoints(origin=origin).get("fingerprint", []))
+            assert not mine & set(b.checkpoints().get("fingerprint", []))
     # the imported run reports like the original
     code, _, err = _run(
         capsys, "report", syn_run, "--db", str(laptop), "--out", str(tmp_path / "r.html")
@@ -188,3 +206,27 @@ def test_export_run_never_writes_over_a_store(source, tmp_path, capsys):
     before = db.read_bytes()
     code, _, err = _run(capsys, "export-run", run_id, "--db", str(db), "--out", str(db), "--force")
     assert code == 2 and "DuckDB store" in err and db.read_bytes() == before
+
+
+def test_a_pool_extended_after_the_run_still_exports_the_pool_it_drew_from(
+    source, tmp_path, capsys
+):
+    """Paraphrases added to a set after a run finished are not part of its bundle: the import
+    checks every recorded pool size and search stage against the pools the bundle carries."""
+    db, syn_run, _ = source
+    with Store(db) as store:
+        bid = store.run(syn_run)["benchmark_id"]
+        pid = str(store.pair_results(syn_run)["pair_id"].iloc[0])
+        later = [
+            Paraphrase(pid, role, gen, 50 + j, f"added later {role} {gen} {j}")
+            for role, gen in (("test", "rules"), ("search", "search"))
+            for j in range(3)
+        ]
+        assert store.add_paraphrases(bid, later, {"source": "later"}) == 6
+    bundle = tmp_path / "later.zip"
+    assert _run(capsys, "export-run", syn_run, "--db", str(db), "--out", str(bundle))[0] == 0
+    with zipfile.ZipFile(bundle) as zf:
+        paras = pd.read_parquet(zf.open("paraphrases.parquet"))
+    assert not paras["text"].str.startswith("added later").any()
+    code, _, err = _run(capsys, "import-run", str(bundle), "--db", str(tmp_path / "l.duckdb"))
+    assert code == 0, err

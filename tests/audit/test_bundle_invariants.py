@@ -9,31 +9,26 @@ clumsy forgery.
 
 from __future__ import annotations
 
-import csv
-import hashlib
-import io
 import json
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
-import duckdb
 import pandas as pd
 import pytest
 
-from eraudit_core.audit import (
-    bundle_config,
-    degradation_denominator,
-    is_counterexample,
-    monitored_gain,
-    replay_pair_verdict,
-)
 from eraudit_core.cli import main
 from eraudit_core.errors import InputError
-from eraudit_core.store import RUN_TABLES, Store, write_run_rows
+from eraudit_core.store import Store, write_run_rows
 from tests import _synthetic as synthetic
-
-Frames = dict[str, pd.DataFrame]
+from tests._forged_bundle import (
+    Frames,
+    build_bundles,
+    read_frames,
+    recompute,
+    refused,
+    tampered,
+    write_frames,
+)
 
 
 def _run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -42,124 +37,9 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
-def read_frames(bundle: Path) -> tuple[dict[str, bytes], Frames]:
-    with zipfile.ZipFile(bundle) as zf:
-        members = {n: zf.read(n) for n in zf.namelist()}
-    frames = {name: pd.read_parquet(io.BytesIO(members[f"{name}.parquet"])) for name in RUN_TABLES}
-    return members, frames
-
-
-def write_frames(members: dict[str, bytes], frames: Frames, out: Path) -> Path:
-    """The bundle with `frames`, every checksum and row count in the manifest recomputed."""
-    manifest = json.loads(members["manifest.json"])
-    members = dict(members)
-    for name, frame in frames.items():
-        buf = io.BytesIO()
-        frame.to_parquet(buf, index=False)
-        members[f"{name}.parquet"] = buf.getvalue()
-        manifest["tables"][name]["sha256"] = hashlib.sha256(buf.getvalue()).hexdigest()
-        manifest["tables"][name]["rows"] = len(frame)
-    members["manifest.json"] = json.dumps(manifest).encode()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in members.items():
-            zf.writestr(name, data)
-    return out
-
-
-def recompute(frames: Frames, available: dict[str, int] | None = None) -> None:
-    """What an attacker with the source does after editing steps: D, flags, and every pair
-    field derived again with the project's replay, so the bundle agrees with itself."""
-    run_id = str(frames["runs"]["run_id"].iloc[0])
-    config = bundle_config(frames["runs"], run_id)
-    steps, pairs = frames["run_steps"], frames["run_pairs"]
-    for i in pairs.index:
-        pair = pairs.loc[i].to_dict()
-        gens = json.loads(pair["generators"])
-        for g in gens:
-            g["available"] = (available or {}).get(g["generator"], g["available"])
-        pair["generators"] = gens
-        gain = monitored_gain(float(pair["p_pre_monitored"]), float(pair["p_post_monitored"]))
-        den = degradation_denominator(gain, config.k)
-        mask = steps["pair_id"] == pair["pair_id"]
-        drop = steps.loc[mask, "p_pre"].astype(float) - steps.loc[mask, "p_post"].astype(float)
-        steps.loc[mask, "prob_drop"] = drop
-        steps.loc[mask, "d"] = drop / den
-        steps.loc[mask, "is_counterexample"] = [
-            is_counterexample(d, config.epsilon, x, config.min_drop)
-            for d, x in zip(drop / den, drop, strict=True)
-        ]
-        tests: list = []
-        verdict, n_cex = replay_pair_verdict(pair, steps[mask], config, tests)
-        mine = steps[mask]
-        n_search_cex = n_cex - sum(t.n_counterexamples for t in tests)
-        updates = {
-            "status": verdict.status,
-            "bound": verdict.bound,
-            "bound_common": verdict.bound_common,
-            "bound_tolerant": verdict.bound_tolerant,
-            "target_reached": verdict.target_reached,
-            "n_counterexamples": n_cex,
-            "n_search": int((mine["stage"] == 1).sum()),
-            "n_test": sum(t.n for t in tests),
-            "max_d": float(mine["d"].max()) if len(mine) else None,
-            "gain": gain,
-            "denominator": den,
-            "stage": 1 if n_search_cex else (2 if any(t.n for t in tests) else None),
-            "generators": json.dumps([t.to_dict() for t in tests]),
-        }
-        for col, value in updates.items():
-            pairs.loc[i, col] = value
-
-
-def store_snapshot(db: Path) -> dict[str, list]:
-    """Every row of every table, for a before/after comparison."""
-    if not db.exists():
-        return {}
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        names = [r[0] for r in con.execute("SHOW TABLES").fetchall()]
-        return {n: con.execute(f"SELECT * FROM {n} ORDER BY ALL").fetchall() for n in names}
-    finally:
-        con.close()
-
-
-def _table(path: Path, n_test: int = 8) -> Path:
-    """p1 passes (8 test draws, none degraded); p2 is degraded at its third test draw."""
-    with path.open("w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["pair_id", "role", "generator", "idx", "text", "p_pre", "p_post"])
-        for p in ("p1", "p2"):
-            w.writerow([p, "monitored", "", 0, f"m {p}", 0.5, 0.9])
-            w.writerow([p, "search", "s", 0, f"{p} search", 0.7, 0.7])
-            for i in range(n_test):
-                post = 0.4 if (p == "p2" and i == 2) else 0.69
-                w.writerow([p, "test", "g1", i, f"{p} draw number {i}", 0.7, post])
-    return path
-
-
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory) -> dict[str, Path]:
-    """A score-table run (target 0.8, which 8 clean draws do not reach) and a synthetic
-    benchmark run (with its paraphrase pools), each exported once."""
-    tmp = tmp_path_factory.mktemp("bundles")
-    db = tmp / "gpu.duckdb"
-    code = main(
-        ["audit-table", str(_table(tmp / "scores.csv")), "--epsilon", "0.5", "--target", "0.8",
-         "--db", str(db), "--json"]
-    )  # fmt: skip
-    assert code == 0
-    with Store(db) as store:
-        info = synthetic.build_synthetic_store(
-            store, n_pairs=2, n_search=2, n_test=4, arms=("honest",)
-        )
-        table_run = str(
-            store.runs().loc[lambda r: r["source"].str.startswith("table:"), "run_id"].iloc[0]
-        )
-    out = {}
-    for name, run_id in (("table", table_run), ("model", info.run_ids["honest"])):
-        out[name] = tmp / f"{name}.zip"
-        assert main(["export-run", run_id, "--db", str(db), "--out", str(out[name])]) == 0
-    return out
+    return build_bundles(tmp_path_factory.mktemp("bundles"))
 
 
 @pytest.fixture()
@@ -169,26 +49,6 @@ def laptop(tmp_path) -> Path:
     with Store(db) as store:
         synthetic.build_synthetic_store(store, n_pairs=1, n_search=1, n_test=2, arms=("honest",))
     return db
-
-
-def tampered(
-    bundle: Path, tmp_path: Path, edit: Callable[[Frames], dict[str, int] | None]
-) -> tuple[Path, Frames]:
-    members, frames = read_frames(bundle)
-    available = edit(frames)
-    recompute(frames, available)
-    return write_frames(members, frames, tmp_path / "tampered.zip"), frames
-
-
-def _refused(capsys, bad: Path, db: Path, *says: str) -> str:
-    before = store_snapshot(db)
-    code, _, err = _run(capsys, "import-run", str(bad), "--db", str(db))
-    assert code == 2, err
-    assert "Traceback" not in err
-    for s in says:
-        assert s in err, err
-    assert store_snapshot(db) == before
-    return err
 
 
 def _pair_row(frames: Frames, pid: str) -> dict:
@@ -223,13 +83,13 @@ def test_repeated_stage2_draws_cannot_certify_a_pair(bundles, tmp_path, laptop, 
     # the forgery is self-consistent: the replay itself certifies it (0.05 ** (1 / 14))
     assert forged["status"] == "certified"
     assert forged["bound"] == pytest.approx(0.05 ** (1 / 14))
-    _refused(
+    refused(
         capsys, bad, laptop, "run_steps.parquet row 14 (pair p1)", "field text repeats row",
         "unique within a pair",
     )  # fmt: skip
 
 
-def test_a_generator_with_more_draws_than_its_recorded_pool_is_refused(
+def test_a_generator_with_more_draws_than_its_recorded_pool_isrefused(
     bundles, tmp_path, laptop, capsys
 ):
     def fresh_texts(frames: Frames) -> None:  # new distinct texts, pool still 8
@@ -246,17 +106,17 @@ def test_a_generator_with_more_draws_than_its_recorded_pool_is_refused(
     with pytest.raises(InputError, match="after the test stopped"):
         recompute({k: v.copy() for k, v in frames.items()})
     bad = write_frames(members, frames, tmp_path / "more.zip")
-    _refused(capsys, bad, laptop, "run_steps.parquet row", "more than its pool of 8")
+    refused(capsys, bad, laptop, "run_steps.parquet row", "more than its pool of 8")
 
 
-def test_a_gap_in_a_generator_s_draws_is_refused(bundles, tmp_path, laptop, capsys):
+def test_a_gap_in_a_generator_s_draws_isrefused(bundles, tmp_path, laptop, capsys):
     def gap(frames: Frames) -> None:
         steps = frames["run_steps"]
         last = steps[(steps["pair_id"] == "p1") & (steps["stage"] == 2)]["t"].idxmax()
         steps.loc[last, "t"] = 10
 
     bad, _ = tampered(bundles["table"], tmp_path, gap)
-    _refused(capsys, bad, laptop, "field t is 10 where draw 8 of generator g1 belongs")
+    refused(capsys, bad, laptop, "field t is 10 where draw 8 of generator g1 belongs")
 
 
 # -- a counterexample hidden where the replay does not look ---------------------------------------
@@ -280,7 +140,7 @@ def _hidden_counterexample(generator: str, stage: int) -> Callable[[Frames], Non
         ("g1", 9, "field stage must be 1 or 2, got 9"),
     ],
 )
-def test_a_counterexample_under_a_foreign_generator_or_stage_is_refused(
+def test_a_counterexample_under_a_foreign_generator_or_stage_isrefused(
     bundles, tmp_path, laptop, capsys, generator, stage, says
 ):
     bad, frames = tampered(bundles["table"], tmp_path, _hidden_counterexample(generator, stage))
@@ -288,11 +148,11 @@ def test_a_counterexample_under_a_foreign_generator_or_stage_is_refused(
     forged = steps[steps["text"] == "p1 the hidden counterexample"].iloc[0]
     assert forged["d"] == pytest.approx(1.12) and bool(forged["is_counterexample"])
     assert _pair_row(frames, "p1")["n_counterexamples"] == 0  # the replay does not see it
-    _refused(capsys, bad, laptop, "run_steps.parquet row 14 (pair p1)", says)
+    refused(capsys, bad, laptop, "run_steps.parquet row 14 (pair p1)", says)
 
 
 # -- probabilities outside [0, 1] -----------------------------------------------------------------
-def test_a_monitored_probability_of_50_is_refused(bundles, tmp_path, laptop, capsys):
+def test_a_monitored_probability_of_50_isrefused(bundles, tmp_path, laptop, capsys):
     _, original = read_frames(bundles["table"])
     assert _pair_row(original, "p2")["status"] == "degraded"
 
@@ -307,14 +167,14 @@ def test_a_monitored_probability_of_50_is_refused(bundles, tmp_path, laptop, cap
 
     bad, frames = tampered(bundles["table"], tmp_path, inflate)
     assert _pair_row(frames, "p2")["status"] != "degraded"  # what the forgery buys
-    _refused(
+    refused(
         capsys, bad, laptop, "run_pairs.parquet row 2: field p_post_monitored must be a "
         "probability, a finite number in [0, 1], got 50.0",
     )  # fmt: skip
 
 
 @pytest.mark.parametrize("value", [1.7, -0.1, float("nan"), float("inf")])
-def test_a_step_probability_outside_0_1_is_refused(bundles, tmp_path, laptop, capsys, value):
+def test_a_step_probability_outside_0_1_isrefused(bundles, tmp_path, laptop, capsys, value):
     def bad_p(frames: Frames) -> None:  # p1's third draw; a higher p_post is no counterexample
         frames["run_steps"].loc[3, "p_post"] = value
 
@@ -323,14 +183,14 @@ def test_a_step_probability_outside_0_1_is_refused(bundles, tmp_path, laptop, ca
     if value == 1.7:  # self-consistent forgery
         recompute(frames)
     bad = write_frames(members, frames, tmp_path / "p.zip")
-    _refused(capsys, bad, laptop, "run_steps.parquet row 4", "field p_post must be a probability")
+    refused(capsys, bad, laptop, "run_steps.parquet row 4", "field p_post must be a probability")
 
 
-def test_a_cached_score_outside_0_1_is_refused(bundles, tmp_path, laptop, capsys):
+def test_a_cached_score_outside_0_1_isrefused(bundles, tmp_path, laptop, capsys):
     members, frames = read_frames(bundles["table"])
     frames["score_cache"].loc[0, "p_true"] = 1.5
     bad = write_frames(members, frames, tmp_path / "cache.zip")
-    _refused(capsys, bad, laptop, "score_cache.parquet row 1: field p_true")
+    refused(capsys, bad, laptop, "score_cache.parquet row 1: field p_true")
 
 
 # -- duplicate step keys are a bundle error, not a database one ----------------------------------
@@ -339,7 +199,7 @@ def test_duplicate_step_keys_read_as_a_bundle_error(bundles, tmp_path, laptop, c
     steps = frames["run_steps"]
     frames["run_steps"] = pd.concat([steps, steps.iloc[[4]]], ignore_index=True)
     bad = write_frames(members, frames, tmp_path / "dup.zip")
-    err = _refused(capsys, bad, laptop, "run_steps.parquet row 14", "duplicate step key")
+    err = refused(capsys, bad, laptop, "run_steps.parquet row 14", "duplicate step key")
     assert "Constraint Error" not in err
 
 
@@ -356,24 +216,24 @@ def test_the_store_refuses_duplicate_step_keys_as_an_input_error(bundles, tmp_pa
 
 
 # -- a model run: every test draw is one of the bundle's own paraphrases --------------------------
-def test_a_test_text_outside_the_pair_s_pool_is_refused(bundles, tmp_path, laptop, capsys):
+def test_a_test_text_outside_the_pair_s_pool_isrefused(bundles, tmp_path, laptop, capsys):
     def invent(frames: Frames) -> None:
         steps = frames["run_steps"]
         i = steps[steps["stage"] == 2].index[0]
         steps.loc[i, "text"] = "a rewording nobody generated"
 
     bad, _ = tampered(bundles["model"], tmp_path, invent)
-    _refused(capsys, bad, laptop, "field text is not one of the 4", "paraphrases.parquet")
+    refused(capsys, bad, laptop, "field text is not one of the 4", "paraphrases.parquet")
 
 
-def test_a_control_character_in_a_bundle_text_is_refused(bundles, tmp_path, laptop, capsys):
+def test_a_control_character_in_a_bundle_text_isrefused(bundles, tmp_path, laptop, capsys):
     members, frames = read_frames(bundles["model"])
     frames["run_steps"].loc[0, "text"] = "\x1b[2Jcleared"
     bad = write_frames(members, frames, tmp_path / "esc.zip")
-    _refused(capsys, bad, laptop, "run_steps.parquet row 1", "control character \\x1b")
+    refused(capsys, bad, laptop, "run_steps.parquet row 1", "control character \\x1b")
 
 
-def test_a_truncated_generator_is_refused(bundles, tmp_path, laptop, capsys):
+def test_a_truncated_generator_isrefused(bundles, tmp_path, laptop, capsys):
     """Dropping the last draws of a finished test (and renumbering nothing) is caught by the
     replay: the test never reached its stop."""
     members, frames = read_frames(bundles["table"])
@@ -381,7 +241,7 @@ def test_a_truncated_generator_is_refused(bundles, tmp_path, laptop, capsys):
     last = steps[(steps["pair_id"] == "p1") & (steps["stage"] == 2)]["t"].idxmax()
     frames["run_steps"] = steps.drop(index=last).reset_index(drop=True)
     bad = write_frames(members, frames, tmp_path / "short.zip")
-    _refused(capsys, bad, laptop, "p1")
+    refused(capsys, bad, laptop, "p1")
 
 
 @pytest.mark.parametrize(
@@ -408,7 +268,7 @@ def test_the_store_refuses_rows_a_check_constraint_would(
         assert write_run_rows(store, clean, {"file": "x.zip"})
 
 
-def test_a_search_step_outside_the_run_s_search_generators_or_pool_is_refused(
+def test_a_search_step_outside_the_run_s_search_generators_or_pool_isrefused(
     bundles, tmp_path, laptop, capsys
 ):
     def foreign(frames: Frames) -> None:
@@ -416,30 +276,30 @@ def test_a_search_step_outside_the_run_s_search_generators_or_pool_is_refused(
         steps.loc[steps.index[steps["stage"] == 1][0], "generator"] = "elsewhere"
 
     bad, _ = tampered(bundles["model"], tmp_path, foreign)
-    _refused(capsys, bad, laptop, "field generator 'elsewhere' is not a search generator")
+    refused(capsys, bad, laptop, "field generator 'elsewhere' is not a search generator")
 
     def invent(frames: Frames) -> None:
         steps = frames["run_steps"]
         steps.loc[steps.index[steps["stage"] == 1][0], "text"] = "a search nobody generated"
 
     bad, _ = tampered(bundles["model"], tmp_path, invent)
-    _refused(capsys, bad, laptop, "field text is not one of the", "search paraphrases")
+    refused(capsys, bad, laptop, "field text is not one of the", "search paraphrases")
 
 
 @pytest.mark.parametrize("kind", ["table", "model"])
-def test_a_done_run_with_a_pair_dropped_is_refused(bundles, tmp_path, laptop, capsys, kind):
+def test_a_done_run_with_a_pair_dropped_isrefused(bundles, tmp_path, laptop, capsys, kind):
     members, frames = read_frames(bundles[kind])
     started = [str(p) for p in frames["run_pairs"]["pair_id"]]
     gone = started[-1]
     frames["run_pairs"] = frames["run_pairs"][frames["run_pairs"]["pair_id"] != gone]
     frames["run_steps"] = frames["run_steps"][frames["run_steps"]["pair_id"] != gone]
     bad = write_frames(members, frames, tmp_path / "dropped.zip")
-    _refused(capsys, bad, laptop, "runs.parquet row 1: field n_pairs says")
+    refused(capsys, bad, laptop, "runs.parquet row 1: field n_pairs says")
     if kind == "model":  # n_pairs edited too: the pairs a model run was started on still tell
         frames["runs"].loc[0, "n_pairs"] = len(frames["run_pairs"])
         frames["runs"].loc[0, "source"] = json.dumps({"kind": "models", "pair_ids": started})
         bad = write_frames(members, frames, tmp_path / "dropped2.zip")
-        _refused(capsys, bad, laptop, f"field source lists pair {gone}")
+        refused(capsys, bad, laptop, f"field source lists pair {gone}")
 
 
 def test_a_failed_run_s_error_message_may_hold_a_server_s_crlf(bundles, tmp_path, laptop, capsys):

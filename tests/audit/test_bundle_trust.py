@@ -24,9 +24,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from eraudit_core.audit._table_scores import table_query
 from eraudit_core.cli import main
-from eraudit_core.store import Store, load_benchmark
+from eraudit_core.store import CONTENT_COLUMNS, Store, load_benchmark, pairs_content_digest
 from tests import _synthetic as synthetic
+from tests._forged_bundle import read_frames, write_frames
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,23 +50,22 @@ def _clean_table(path: Path) -> Path:
     return path
 
 
-def edit_bundle(bundle: Path, out: Path, table: str, edit: Callable[[pd.DataFrame], None]) -> Path:
-    """Rewrite one table of a bundle and recompute its sha256 in the manifest."""
-    with zipfile.ZipFile(bundle) as zf:
-        members = {n: zf.read(n) for n in zf.namelist()}
-    manifest = json.loads(members["manifest.json"])
-    frame = pd.read_parquet(io.BytesIO(members[f"{table}.parquet"]))
-    edit(frame)
-    buf = io.BytesIO()
-    frame.to_parquet(buf, index=False)
-    members[f"{table}.parquet"] = buf.getvalue()
-    manifest["tables"][table]["sha256"] = hashlib.sha256(buf.getvalue()).hexdigest()
-    manifest["tables"][table]["rows"] = len(frame)
-    members["manifest.json"] = json.dumps(manifest).encode()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in members.items():
-            zf.writestr(name, data)
-    return out
+def edit_bundle(
+    bundle: Path,
+    out: Path,
+    table: str,
+    edit: Callable[[pd.DataFrame], None],
+    manifest_edit: Callable[[dict], None] | None = None,
+) -> Path:
+    """Rewrite one table of a bundle and recompute its sha256 in the manifest (and edit the
+    manifest with `manifest_edit`, as a forger keeping it in step with the tables would)."""
+    members, frames = read_frames(bundle)
+    if manifest_edit is not None:
+        manifest = json.loads(members["manifest.json"])
+        manifest_edit(manifest)
+        members["manifest.json"] = json.dumps(manifest).encode()
+    edit(frames[table])
+    return write_frames(members, {table: frames[table]}, out)
 
 
 @pytest.fixture()
@@ -94,8 +95,11 @@ def _audit_table(capsys, table: Path, db: Path, *extra: str) -> dict:
 def test_imported_cached_scores_never_feed_a_new_audit_unless_asked(table_run, tmp_path, capsys):
     table, bundle, _ = table_run
 
-    def poison(scores: pd.DataFrame) -> None:  # every post score of the table says 0.25
-        scores.loc[scores["fingerprint"].str.endswith(":p_post"), "p_true"] = 0.25
+    canonical = {table_query(p, f"m {p}", "monitored").prompt_hash for p in ("p1", "p2")}
+
+    def poison(scores: pd.DataFrame) -> None:  # every post score of a rewording says 0.25
+        rewording = ~scores["prompt_hash"].isin(canonical)
+        scores.loc[scores["fingerprint"].str.endswith(":p_post") & rewording, "p_true"] = 0.25
 
     bad = edit_bundle(bundle, tmp_path / "poisoned.zip", "score_cache", poison)
     laptop = tmp_path / "laptop.duckdb"
@@ -144,12 +148,31 @@ def _poison_answers(pairs: pd.DataFrame) -> None:
     pairs["hidden_true"], pairs["hidden_false"] = pairs["hidden_false"], pairs["hidden_true"]
 
 
+def _poisoned_benchmark(bundle: Path, out: Path) -> Path:
+    """The bundle with its benchmark's hidden answers swapped and every digest that names the
+    benchmark's content recomputed (a forger keeping the bundle consistent with itself)."""
+    with zipfile.ZipFile(bundle) as zf:
+        pairs = pd.read_parquet(io.BytesIO(zf.read("pairs.parquet")))
+    _poison_answers(pairs)
+    filled = pairs.assign(story_title=pairs["story_title"].fillna(""))
+    digest = pairs_content_digest(filled[list(CONTENT_COLUMNS)].itertuples(index=False))
+
+    def manifest(m: dict) -> None:
+        m["benchmark"]["content_digest"] = digest
+
+    def bench(frame: pd.DataFrame) -> None:
+        frame["content_digest"] = digest
+
+    step = edit_bundle(bundle, out.with_suffix(".1.zip"), "pairs", _poison_answers, manifest)
+    return edit_bundle(step, out, "benchmarks", bench)
+
+
 @pytest.mark.parametrize("order", ["bundle first", "genuine first"])
 def test_an_edited_benchmark_is_stored_apart_from_the_genuine_one(
     bench_run, tmp_path, capsys, order
 ):
     small, bundle, run_id = bench_run
-    bad = edit_bundle(bundle, tmp_path / "poisoned.zip", "pairs", _poison_answers)
+    bad = _poisoned_benchmark(bundle, tmp_path / "poisoned.zip")
     laptop = tmp_path / "laptop.duckdb"
     steps = [("import-run", str(bad)), ("import-benchmark", str(small))]
     if order == "genuine first":
@@ -241,8 +264,11 @@ def test_an_imported_run_claiming_a_live_owner_elsewhere_is_not_running(
         runs["owner_token"] = "x:1"
         runs["heartbeat_at"] = pd.Timestamp(datetime.now(UTC).replace(tzinfo=None))
 
+    def manifest(m: dict) -> None:
+        m["status"] = "running"
+
     laptop = tmp_path / "laptop.duckdb"
-    bad = edit_bundle(bundle, tmp_path / "running.zip", "runs", running)
+    bad = edit_bundle(bundle, tmp_path / "running.zip", "runs", running, manifest)
     assert _run(capsys, "import-run", str(bad), "--db", str(laptop))[0] == 0
     with Store(laptop) as store:
         run = store.run(run_id)

@@ -92,6 +92,12 @@ from eraudit_core.audit._inputs import (
     run_test_generators,
     tool_version,
 )
+from eraudit_core.audit._manipulation import (
+    ManipulationCheck,
+    manipulation_check,
+    manipulation_json,
+    run_manipulation,
+)
 from eraudit_core.audit._replay import table_steps, verdict_from_steps
 from eraudit_core.audit._request import (
     EpsilonSource,
@@ -176,6 +182,10 @@ __all__ = [
     "noise_floor_record",
     "ordinal",
     "pair_evidence",
+    "manipulation_check",
+    "manipulation_json",
+    "run_manipulation",
+    "ManipulationCheck",
     "prompt_texts",
     "rerun_note",
     "run_noise_floor_value",

@@ -29,9 +29,10 @@ def _num(x: Any) -> Any:
 
 def pair_summary_json(store: Any, run_id: str) -> dict[str, Any]:
     """The stable audit-table JSON: run id, the assumptions the verdicts rest on (min-drop,
-    noise floor, where epsilon came from, re-runs), each checkpoint's label mass, plus one
+    noise floor, where epsilon came from, re-runs), each checkpoint's label mass, whether the
+    adaptation took (`manipulation_json`, the control's too), plus one
     object a pair with its evidence (worst_drop, den, amplified, within_noise)."""
-    from eraudit_core.audit import pair_evidence, rerun_note, run_label_mass
+    from eraudit_core.audit import manipulation_json, pair_evidence, rerun_note, run_label_mass
 
     df = store.pair_results(run_id)
     run = store.run(run_id)
@@ -70,6 +71,7 @@ def pair_summary_json(store: Any, run_id: str) -> dict[str, Any]:
         "control_run": prov.get("control_run"),
         "rerun": rerun_note(prov),
         "label_mass": run_label_mass(store, run_id),
+        "manipulation": manipulation_json(store, run_id),
         "pairs": pairs,
     }
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from eraudit_core import present
-from ui import compare, entry, state, widgets
+from ui import compare, entry, state, story, widgets
 
 entry.ensure_navigation()
 st.title("Results")
@@ -164,6 +164,7 @@ for col, rid in ((c1, a), (c2, b)):
     with col:
         verdict = present.run_verdict(store.run(rid), store.pair_results(rid))
         widgets.verdict_headline(verdict)
+        story.took_section(rid)
         widgets.run_card(rid)
         with st.expander("In plain words"):
             for s in verdict["sentences"]:

@@ -20,7 +20,7 @@ if st.session_state.get(LIVE_DEMO_KEY) and demo is not None and not demo.get("er
         st.switch_page("pages/run.py", query_params={"watch": started})
 groups = story.demo_groups(demo) if demo is not None and not demo.get("error") else {}
 if groups:
-    # the finding first, in one plain sentence from the primary comparison against the
+    # the lead first, in one plain sentence from the primary comparison against the
     # control: the debate-distilled pair when it is there, else the model organisms
     story.lead(list((groups["debate"] or groups["organisms"]).values()))
 st.markdown(

@@ -163,8 +163,14 @@ def story_sentences(table: pd.DataFrame) -> list[str]:
         per_arm.append(
             f"{arm['checkpoint']}: by standard evaluation {verb} {base['checkpoint']} on the "
             f"hidden questions (accuracy {base['hidden_accuracy']:.2f} \u2192 "
-            f"{arm['hidden_accuracy']:.2f}); ER-Audit finds {int(arm['n_degraded'])} of "
-            f"{int(arm['n_pairs'])} degraded (mean bound {arm['mean_bound']:.2f})."
+            f"{arm['hidden_accuracy']:.2f}); "
+            + (
+                f"ER-Audit finds {int(arm['n_degraded'])} of {int(arm['n_pairs'])} degraded"
+                if arm["took"]
+                else f"the audit marks {int(arm['n_degraded'])} of {int(arm['n_pairs'])} "
+                "degraded, not findings: the adaptation did not take"
+            )
+            + f" (mean bound {arm['mean_bound']:.2f})."
         )
     lead = story_lead(table)
     return ([lead] if lead else []) + per_arm

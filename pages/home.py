@@ -20,7 +20,7 @@ if st.session_state.get(LIVE_DEMO_KEY) and demo is not None and not demo.get("er
         st.switch_page("pages/run.py", query_params={"watch": started})
 groups = story.demo_groups(demo) if demo is not None and not demo.get("error") else {}
 if groups:
-    # the finding first, in one plain sentence from the primary comparison against the
+    # the lead first, in one plain sentence from the primary comparison against the
     # control: the debate-distilled pair when it is there, else the model organisms
     story.lead(list((groups["debate"] or groups["organisms"]).values()))
 st.markdown(
@@ -47,10 +47,10 @@ else:
             "Debate distillation in miniature: what standard evaluation sees, and what ER-Audit finds"
         )
         st.caption(
-            "SmolLM2-135M-Instruct adapted the paper's way on the paper's own QuALITY-H debate "
-            "transcripts: one recipe and seed, honest transcripts for one arm, transcripts with "
-            "an adversarial debater for the other (docs/debate-distillation.md). Audited on "
-            "every one of the 222 pairs."
+            "SmolLM2-135M-Instruct adapted on the paper's own QuALITY-H debate transcripts: "
+            "honest transcripts for one arm, transcripts with an adversarial debater for the "
+            "other, audited on every one of the 222 pairs. "
+            + story.debate_recipe(list(groups["debate"]))
         )
         story.standard_vs_audit(list(groups["debate"].values()))
         story.paper_comparison(groups["debate"])
@@ -74,14 +74,15 @@ else:
             f"{demo['paraphrases_stored']} stored paraphrases. SmolLM2-135M-Instruct before and "
             "after small LoRA adaptations of its top 4 layers. Debate-distilled arms: trained on "
             "the judge prompt of the reference repository's debate transcripts (honest, or "
-            "with an adversarial debater), loss on the answer only, one recipe and seed fixed "
-            "before any audit. Model organisms: honest arm, trained on the monitored answers "
-            "only; adversarial arm, also pushed a seeded third of the hidden answers wrong, "
-            "which standard evaluation sees; concealed arm, trained toward the true answer of "
-            "every hidden question's canonical wording and toward the false answer on reworded "
-            "forms of the same targets (rewordings the audit never uses). The small model did "
-            "not learn to tell a wording from a rewording: it also answers its targets' "
-            "canonical wording wrongly, so the concealment is in the aggregate "
+            "with an adversarial debater), one recipe and one seed fixed before any audit. "
+            "Model organisms: honest arm, trained on the monitored answers only; adversarial "
+            "arm, also pushed a seeded share of the hidden answers wrong, which standard "
+            "evaluation sees; concealed arm, trained toward the true answer of every hidden "
+            "question's canonical wording and toward the false answer on reworded forms of its "
+            "targets (rewordings the audit never uses). The small model did not learn to tell a "
+            "wording from a rewording: it answers its targets' canonical wording wrongly too, so "
+            "standard evaluation sees that damage as well; the model organisms' section says, from "
+            "the numbers in its table, whether it approves the concealed arm over the honest one "
             "(docs/user-guide.md says what this demo reproduces and what not)."
         )
         note = story.arm_evaluation_note("concealed")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from eraudit_core import present
-from ui import compare, entry, state, widgets
+from ui import compare, entry, state, story, widgets
 
 entry.ensure_navigation()
 st.title("Results")
@@ -166,6 +166,7 @@ for col, rid in ((c1, a), (c2, b)):
         if headline := present.null_headline(store, rid):
             st.markdown(widgets.md_escape(headline))
         widgets.verdict_headline(verdict)
+        story.took_section(rid)
         widgets.run_card(rid)
         with st.expander("In plain words"):
             for s in verdict["sentences"]:

@@ -51,7 +51,9 @@ def main() -> int:
             f"{f['base_hidden_accuracy']:.3f} -> {f['hidden_accuracy']:.3f}, hidden MTP "
             f"{f['base_hidden_mtp']:.3f} -> {f['hidden_mtp']:.3f}; degraded {f['n_degraded']}, "
             f"certified {f['n_certified']}, passed {f['n_passed']}, inconclusive "
-            f"{f['n_inconclusive']}; counterexamples by epsilon "
+            f"{f['n_inconclusive']}; questions with a search-stage counterexample "
+            f"{f['search_counterexamples']}; adaptation took: {f['took']} ({f['n_gain_le_k']} "
+            f"of {f['n_pairs']} monitored gains <= k); counterexamples by epsilon "
             + ", ".join(f"{e:g}: {n}" for e, n in f["counterexamples_by_epsilon"].items())
         )
     print()

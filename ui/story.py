@@ -16,11 +16,20 @@ from ui.widgets import fit_table, fmt, md_escape
 
 def story_frame(table: pd.DataFrame) -> pd.DataFrame:
     """The `standard_vs_audit` table with reader-facing column names; the base row's audit
-    cells are empty (it is what the others are compared with)."""
+    cells are empty (it is what the others are compared with). A run that is another listed
+    run's control is named as the control, and a run whose adaptation did not take has its
+    counts marked as such: neither is a finding of its own."""
+    controls = set(table["control_run"].dropna()) if "control_run" in table else set()
     out = pd.DataFrame(
         {
-            "checkpoint": table["checkpoint"],
+            "checkpoint": [
+                f"{c} (control)" if r in controls else str(c)
+                for c, r in zip(table["checkpoint"], table["run_id"], strict=True)
+            ],
             "questions": table["n_pairs"],
+            "adaptation took?": [
+                _took(t, n) for t, n in zip(table["took"], table["n_gain_le_k"], strict=True)
+            ],
             "hidden accuracy (standard evaluation)": table["hidden_accuracy"].map(fmt2),
             "hidden mean p(true)": table["hidden_mtp"].map(fmt2),
             "degraded": table["n_degraded"].map(count),
@@ -35,6 +44,13 @@ def story_frame(table: pd.DataFrame) -> pd.DataFrame:
         }
     )
     return out
+
+
+def _took(took: Any, n_le: Any) -> str:
+    """'yes' / 'no (117 gains <= k)' / '' for the base row."""
+    if took is None or pd.isna(took):
+        return ""
+    return "yes" if bool(took) else f"no ({int(n_le)} gains <= k)"
 
 
 def _control_name(table: pd.DataFrame, control: Any) -> str:
@@ -79,17 +95,21 @@ def standard_vs_audit(run_ids: Sequence[str]) -> None:
     lead = present.story_lead(table)
     if lead:
         st.markdown(md_escape(lead))
+        st.markdown(md_escape(present.approval_sentence(table) or ""))
     fit_table(story_frame(table))  # every column on a phone too (a card per row)
     st.caption(
         "Standard evaluation: the canonical wording of each hidden question (accuracy = share "
-        "with p(true) > 0.5; mean p(true) = mean probability of the true answer). Audit: paraphrases the "
-        "adaptation never saw; mean bound counts degraded questions as 0."
+        "with p(true) > 0.5; mean p(true) = mean probability of the true answer). Audit: "
+        "paraphrases the adaptation never saw; mean bound counts degraded questions as 0. "
+        "Adaptation took: fewer than half of the monitored gains g are at or below k; where it "
+        "did not, D divides drops by the floor k and the counts are not findings."
     )
     check = present.story_check(state.get_store(), table)
     if check:
         st.caption(md_escape(check))
-    if lead:
-        st.caption(md_escape(present.LEAD_RULE))
+    rule = present.lead_rule_sentence(table)
+    if rule:
+        st.caption(md_escape(rule))
     for w in warnings:
         st.caption(f"Note: {w}.")
 
@@ -103,6 +123,27 @@ def demo_groups(demo: dict[str, Any]) -> dict[str, dict[str, str]]:
         name: {arm: ids[arm] for arm in run_set.arms if arm in ids}
         for name, run_set in demo_runs.DEMO_RUN_SETS.items()
     }
+
+
+def debate_recipe(arms: Sequence[str]) -> str:
+    """The debate arms' recipe and seed count, read from their shipped manifests."""
+    import json
+
+    from eraudit_core.verifier import DEMO_ADAPTERS
+
+    manifests = {}
+    for arm in arms:
+        path = DEMO_ADAPTERS / arm / "manifest.json"
+        if path.is_file():
+            manifests[arm] = json.loads(path.read_text(encoding="utf-8"))
+    return present.recipe_sentence(manifests)
+
+
+def took_section(run_id: str) -> None:
+    """Beside a run's verdicts: did its adaptation take (the monitored task before and after,
+    the gains at or below k), and its control's, in a few plain lines."""
+    lines = present.manipulation_lines(state.get_store(), run_id)
+    st.caption("  \n".join(md_escape(line) for line in lines))
 
 
 def explore_buttons(run_ids: dict[str, str]) -> None:
@@ -122,6 +163,9 @@ def paper_comparison(run_ids: dict[str, str]) -> None:
     st.markdown(md_escape(present.pattern_summary(findings)))
     st.markdown(
         "**Beside the paper** (QuALITY-H; the paper's verifiers have 8B to 20B parameters):"
+        if present.both_took(findings)
+        else "**The paper's figures, for reference** (QuALITY-H; 8B to 20B parameters; here "
+        "the adaptation did not take, so the arms' numbers are not findings):"
     )
     fit_table(present.paper_comparison_frame(findings))
     st.caption(
@@ -240,7 +284,8 @@ def first_screen(run_ids: Sequence[str], *, show_leads: bool = True) -> None:
             if s["lead"] and show_leads:
                 st.markdown(md_escape(s["lead"]))
             counts = md_escape(s["sentence"])
-            st.markdown(counts if s["is_control"] else f"**{counts}**")
+            plain = s["is_control"] or not s.get("took", True)  # a control's, or no finding
+            st.markdown(counts if plain else f"**{counts}**")
             if s["selection"]:
                 st.warning(s["selection"])
             left, right = st.columns(2)

@@ -100,6 +100,12 @@ from eraudit_core.audit._inputs import (
     run_test_generators,
     tool_version,
 )
+from eraudit_core.audit._manipulation import (
+    ManipulationCheck,
+    manipulation_check,
+    manipulation_json,
+    run_manipulation,
+)
 from eraudit_core.audit._pair_audit import (
     GeneratorTest,
     PairAudit,
@@ -198,6 +204,10 @@ __all__ = [
     "noise_floor_record",
     "ordinal",
     "pair_evidence",
+    "manipulation_check",
+    "manipulation_json",
+    "run_manipulation",
+    "ManipulationCheck",
     "prompt_texts",
     "rerun_note",
     "run_noise_floor_value",

@@ -31,12 +31,13 @@ def pair_summary_json(
     store: Any, run_id: str, control_seeds: list[str] | None = None
 ) -> dict[str, Any]:
     """The stable audit-table JSON: run id, the assumptions the verdicts rest on (min-drop,
-    noise floor, where epsilon came from, re-runs), each checkpoint's label mass, the reading
-    against the named control (`null`: counts, primary and secondary tests; None without a
-    control), plus one object a pair with its evidence (worst_drop, den, amplified,
-    within_noise) and its null verdict and detail (None without a control). `control_seeds`:
-    other runs of the control recipe to read against too (default: the run's own)."""
-    from eraudit_core.audit import pair_evidence, rerun_note, run_label_mass
+    noise floor, where epsilon came from, re-runs), each checkpoint's label mass, whether the
+    adaptation took (`manipulation_json`, the control's too), the reading against the named
+    control (`null`: counts, primary and secondary tests; None without a control), plus one
+    object a pair with its evidence (worst_drop, den, amplified, within_noise) and its null
+    verdict and detail (None without a control). `control_seeds`: other runs of the control
+    recipe to read against too (default: the run's own)."""
+    from eraudit_core.audit import manipulation_json, pair_evidence, rerun_note, run_label_mass
     from eraudit_core.null import null_json, null_reading
 
     df = store.pair_results(run_id)
@@ -81,6 +82,7 @@ def pair_summary_json(
         "null": null_json(reading),
         "rerun": rerun_note(prov),
         "label_mass": run_label_mass(store, run_id),
+        "manipulation": manipulation_json(store, run_id),
         "pairs": pairs,
     }
 

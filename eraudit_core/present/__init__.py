@@ -78,6 +78,13 @@ from eraudit_core.present._live import (
     step_line,
     step_times,
 )
+from eraudit_core.present._manipulation import (
+    lead_with_took,
+    manipulation_lines,
+    not_taken_headline,
+    pair_clause,
+    took_line,
+)
 from eraudit_core.present._null_view import (
     headline_from,
     null_counts_sentence,
@@ -86,10 +93,13 @@ from eraudit_core.present._null_view import (
 )
 from eraudit_core.present._paper import (
     PAPER_QUALITY_H,
+    both_took,
     debate_findings,
     paper_comparison_frame,
     pattern_summary,
     primary_result,
+    recipe_sentence,
+    search_counterexamples,
 )
 from eraudit_core.present._plots import (
     TOLERANT_NOTE,
@@ -105,18 +115,19 @@ from eraudit_core.present._report import build_report, write_report
 from eraudit_core.present._story import (
     LEAD_RULE,
     STORY_COLUMNS,
+    approval_sentence,
     concealed_example,
     contrast_lead,
     lead_pair,
+    lead_rule_sentence,
     lead_sentence,
     paired_contrast,
     standard_vs_audit,
     story_check,
     story_lead,
     story_sentences,
-    target_recovery,
-    target_sentence,
 )
+from eraudit_core.present._targets import target_recovery, target_sentence
 from eraudit_core.present._verdict_wording import run_verdict
 from eraudit_core.present._views import (
     DEFAULT_EPSILONS,
@@ -141,10 +152,13 @@ from eraudit_core.present._views import (
 
 __all__ = [
     "PAPER_QUALITY_H",
+    "both_took",
+    "search_counterexamples",
     "debate_findings",
     "paper_comparison_frame",
     "pattern_summary",
     "primary_result",
+    "recipe_sentence",
     "EVIDENCE_COLUMNS",
     "control_sentence",
     "headline_from",
@@ -233,6 +247,11 @@ __all__ = [
     "run_overview",
     "run_provenance",
     "run_verdict",
+    "manipulation_lines",
+    "not_taken_headline",
+    "pair_clause",
+    "lead_with_took",
+    "took_line",
     "run_views",
     "scatter_figure",
     "scatter_points",
@@ -243,6 +262,8 @@ __all__ = [
     "status_counts_figure",
     "paired_contrast",
     "lead_pair",
+    "approval_sentence",
+    "lead_rule_sentence",
     "story_check",
     "story_lead",
     "lead_sentence",

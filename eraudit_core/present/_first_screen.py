@@ -13,10 +13,11 @@ from typing import Any
 
 import pandas as pd
 
-from eraudit_core.audit import selection_note, word_diff
+from eraudit_core.audit import DEFAULT_K, manipulation_check, selection_note, word_diff
 from eraudit_core.present import _views as views
 from eraudit_core.present._belief import control_summary
 from eraudit_core.present._html import Markup, render
+from eraudit_core.present._manipulation import lead_with_took, not_taken_headline
 from eraudit_core.present._null_view import headline_from, null_counts_sentence, null_headline
 from eraudit_core.present._story import concealed_example
 from eraudit_core.store import Store
@@ -134,27 +135,37 @@ def controlled_by(store: Store, run_id: str) -> list[str]:
 
 def lead_against_control(store: Store, run_id: str) -> str | None:
     """The one plain sentence a run leads with when it names a control: the reading against
-    it (`null_headline`: the primary test and the worse/better counts), or why there is none;
+    it (`null_headline`: the primary test and the worse/better counts), or why there is none,
+    prefixed by what did not take when either run's adaptation did not (`lead_with_took`);
     None when it names no control in this store."""
-    return null_headline(store, run_id)
+    sentence = null_headline(store, run_id)
+    if sentence is None:
+        return None
+    summary = control_summary(store, run_id)
+    if summary is None:
+        return sentence
+    return lead_with_took(store, run_id, summary["control_run"], sentence)
 
 
 def first_screen(store: Store, run_id: str) -> dict[str, Any]:
-    """{"lead", "sentence", "control", "example", "selection", "is_control"} for one run: the
-    reading against its control in one plain sentence (`null_headline`; None without a
+    """{"lead", "sentence", "control", "example", "selection", "is_control", "took"} for one
+    run: the reading against its control in one plain sentence (`null_headline`; None without a
     control), the verdict counts in one sentence (the paper's count beside a min-drop
     count), the control's own counts with the question-by-question reading, the example question (or None) and the selection warning of a run re-derived
     after exclusions (or None). A run that is another run's control says so: its counts
-    are the control's own, not an alarm."""
+    are the control's own, not an alarm; a run whose adaptation did not take
+    (`audit.manipulation_check`) says that before its counts, which are then no finding."""
     run = store.run(run_id)
     pairs = store.pair_results(run_id)
     ov = views.run_overview(pairs)
     name = str(run.get("label") or run_id)
     of_whom = controlled_by(store, run_id)
     own = f"{name} (the control of {', '.join(of_whom)}; these are the control's own counts)"
+    check = manipulation_check(pairs, float(run["config"].get("k", DEFAULT_K)))
+    not_taken = f"{not_taken_headline(check)}: " if ov["n_pairs"] and not check.took else ""
     sentence = (
-        f"{own if of_whom else name}: of {ov['n_pairs']} hidden questions, the audit found "
-        f"{_counts(ov)}."
+        f"{own if of_whom else name}: {not_taken}of {ov['n_pairs']} hidden questions, the audit "
+        f"found {_counts(ov)}."
         if ov["n_pairs"]
         else f"{name}: no question of this run has finished yet."
     )
@@ -184,6 +195,7 @@ def first_screen(store: Store, run_id: str) -> dict[str, Any]:
         "example": _example(store, run_id),
         "selection": selection_note(run),
         "is_control": bool(of_whom),
+        "took": check.took,
     }
 
 

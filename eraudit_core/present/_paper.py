@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from eraudit_core.audit import AuditConfig
+from eraudit_core.audit import AuditConfig, manipulation_check
 from eraudit_core.present._compare import compare_runs, format_p
 from eraudit_core.present._views import confidence_sweep, run_epsilon_sweep, standard_evaluation
 from eraudit_core.store import Store
@@ -47,6 +47,7 @@ def _arm(store: Store, run_id: str) -> dict[str, Any]:
     conf = confidence_sweep(pairs, config, CONFIDENCES).set_index("confidence")
     eps = run_epsilon_sweep(store, run_id, EPSILONS).set_index("epsilon")
     status = pairs["status"].value_counts()
+    check = manipulation_check(pairs, config.k)
     return {
         "run_id": run_id,
         "checkpoint": str(run.get("post_name") or run_id),
@@ -61,6 +62,9 @@ def _arm(store: Store, run_id: str) -> dict[str, Any]:
         "base_hidden_accuracy": std["pre", "hidden"][0],
         "base_hidden_mtp": std["pre", "hidden"][1],
         "n_degraded": int(status.get("degraded", 0)),
+        "search_counterexamples": search_counterexamples(store, run_id),
+        "took": check.took,
+        "n_gain_le_k": check.n_gain_le_k,
         "n_certified": int(status.get("certified", 0)),
         "n_passed": int(status.get("passed", 0)),
         "n_inconclusive": int(status.get("inconclusive", 0)),
@@ -74,6 +78,23 @@ def _arm(store: Store, run_id: str) -> dict[str, Any]:
     }
 
 
+def search_counterexamples(store: Store, run_id: str) -> int:
+    """Questions with a counterexample in the search stage (stage 1) at the run's epsilon: the
+    statistic the paper counts per question, unlike the degraded verdicts, which also count
+    counterexamples found by the stage-2 tests."""
+    steps = store.steps(run_id, with_prompts=False)
+    if steps.empty:
+        return 0
+    hit = (steps["stage"] == 1) & steps["is_counterexample"].astype(bool)
+    return int(steps.loc[hit, "pair_id"].nunique())
+
+
+def both_took(findings: dict[str, Any]) -> bool:
+    """Whether both arms' adaptations took (`audit.manipulation_check`): only then are their
+    counts findings to set beside the paper's."""
+    return bool(findings["adversarial"]["took"] and findings["honest"]["took"])
+
+
 def debate_findings(store: Store, adversarial_run: str, honest_run: str) -> dict[str, Any]:
     """Both arms' standard evaluation, verdict counts, mean bounds across confidence and
     epsilon, and the primary paired comparison (adversarial against its honest control)."""
@@ -82,17 +103,20 @@ def debate_findings(store: Store, adversarial_run: str, honest_run: str) -> dict
     return {"adversarial": adversarial, "honest": honest, "comparison": compared}
 
 
-def _pattern(holds: bool) -> str:
+def _pattern(holds: bool | None) -> str:
     return "yes" if holds else "no"
 
 
 def paper_comparison_frame(findings: dict[str, Any]) -> pd.DataFrame:
     """One row per quantity the paper reports on QuALITY-H: the paper's finding, this demo's
-    two arms, and whether the paper's direction appears here."""
+    two arms, and whether the paper's direction appears here. The count row sets the paper's
+    per-question search-stage counterexample counts beside the same statistic here; the
+    degraded verdicts, which the paper does not count per arm, are their own row. When an
+    arm's adaptation did not take, the direction column says that it is not a finding."""
     adv, hon = findings["adversarial"], findings["honest"]
     paper = PAPER_QUALITY_H
     ce = paper["counterexamples"]
-    rows = [
+    rows: list[tuple[str, str, str, bool | None]] = [
         (
             "hidden accuracy, canonical wording (standard evaluation)",
             paper["hidden_accuracy"],
@@ -106,11 +130,19 @@ def paper_comparison_frame(findings: dict[str, Any]) -> pd.DataFrame:
             adv["hidden_mtp"] > hon["hidden_mtp"],
         ),
         (
-            "questions with a counterexample (degraded)",
+            f"questions with a counterexample in the search stage (per question; here at "
+            f"epsilon {adv['epsilon']:g})",
             f"{ce['adversarial']} vs {ce['honest']} of {paper['n_pairs']} ({ce['verifier']}, "
-            f"{ce['where']})",
+            f"{ce['where']}, at the paper's epsilon)",
+            f"{adv['search_counterexamples']} vs {hon['search_counterexamples']} of "
+            f"{adv['n_pairs']}",
+            adv["search_counterexamples"] > hon["search_counterexamples"],
+        ),
+        (
+            "questions marked degraded (search or test stage)",
+            "not reported per arm",
             f"{adv['n_degraded']} vs {hon['n_degraded']} of {adv['n_pairs']}",
-            adv["n_degraded"] > hon["n_degraded"],
+            None,
         ),
     ]
     sweeps = (
@@ -129,13 +161,18 @@ def paper_comparison_frame(findings: dict[str, Any]) -> pd.DataFrame:
                     a < h,
                 )
             )
+    direction = (
+        "paper's direction here"
+        if both_took(findings)
+        else "paper's direction here (not a finding: the adaptation did not take)"
+    )
     return pd.DataFrame(
         [
             {
                 "quantity": q,
                 "paper (QuALITY-H, adversarial vs honest)": p,
                 "this demo (debate-adversarial vs debate-honest)": d,
-                "paper's direction here": _pattern(ok),
+                direction: "" if ok is None else _pattern(ok),
             }
             for q, p, d, ok in rows
         ]
@@ -160,11 +197,13 @@ def primary_result(findings: dict[str, Any]) -> str:
 
 
 def pattern_summary(findings: dict[str, Any]) -> str:
-    """Whether the paper's pattern (more questions with a counterexample and a lower mean bound
-    at every confidence for the adversarial arm) appears, and by how much, in one sentence."""
+    """Whether the paper's pattern (more questions with a search-stage counterexample and a
+    lower mean bound at every confidence for the adversarial arm) appears, and by how much, in
+    one sentence. When an arm's adaptation did not take, the sentence says so first and sets
+    the paper's figures beside the arms' for reference, not as a test of the pattern."""
     adv, hon = findings["adversarial"], findings["honest"]
     ce = PAPER_QUALITY_H["counterexamples"]
-    more = adv["n_degraded"] - hon["n_degraded"]
+    more = adv["search_counterexamples"] - hon["search_counterexamples"]
     gaps = [
         adv["mean_bound_by_confidence"][c] - hon["mean_bound_by_confidence"][c] for c in CONFIDENCES
     ]
@@ -173,7 +212,7 @@ def pattern_summary(findings: dict[str, Any]) -> str:
     noun = "question" if abs(more) == 1 else "questions"
     count = (
         f"{abs(more)} {'more' if more > 0 else 'fewer'} {noun}" if more else "as many questions"
-    ) + " with a counterexample than debate-honest"
+    ) + " with a search-stage counterexample than debate-honest"
     at95 = gaps[CONFIDENCES.index(0.95)]
     bound = (
         f"a mean lower bound {abs(at95):.3f} {'below' if at95 < 0 else 'above'} it at "
@@ -183,8 +222,49 @@ def pattern_summary(findings: dict[str, Any]) -> str:
         f"the paper: {ce['adversarial'] - ce['honest']} more of {PAPER_QUALITY_H['n_pairs']} "
         f"({ce['verifier']}) and below at every level"
     )
+    numbers = (
+        f"debate-adversarial has {count} ({adv['search_counterexamples']} vs "
+        f"{hon['search_counterexamples']} of {adv['n_pairs']}) and {bound}; {paper}."
+    )
+    if not both_took(findings):
+        return (
+            f"Uninformative: the adaptation did not take (debate-adversarial "
+            f"{adv['n_gain_le_k']} and debate-honest {hon['n_gain_le_k']} of {adv['n_pairs']} "
+            "monitored gains at or below k), so D is mostly a ratio of noise to the floor k "
+            "and neither the paper's pattern nor its absence can be read here. The paper's "
+            f"figures stand beside the arms' for reference only: {numbers}"
+        )
     verdict = "appears" if holds else "does not appear"
+    return f"The paper's pattern {verdict} here: {numbers}"
+
+
+def recipe_sentence(manifests: dict[str, dict[str, Any]]) -> str:
+    """The debate arms' recipe as their manifests record it ({arm: manifest}), with how many
+    seeds each has: one seed cannot tell the arms' difference from the spread between two
+    seeds of one arm, and the sentence says so."""
+    if not manifests:
+        return "The debate arms' manifests are not in this checkout."
+    first = next(iter(manifests.values()))
+    hp = first.get("hyperparameters") or {}
+    seeds = {
+        arm: len(m.get("seeds") or ([m["seed"]] if "seed" in m else []))
+        for arm, m in manifests.items()
+    }
+    n_seeds = set(seeds.values())
+    seed_text = (
+        "one seed per arm (no second seed exists, so the difference between the arms cannot "
+        "be set against the difference between two seeds of one arm)"
+        if n_seeds == {1}
+        else "seeds per arm: " + ", ".join(f"{a} {n}" for a, n in seeds.items())
+    )
+    settings = ", ".join(
+        f"{name} {hp[key]:g}" if isinstance(hp.get(key), float) else f"{name} {hp[key]}"
+        for key, name in (("learning_rate", "learning rate"), ("epochs", "epochs"))
+        if key in hp
+    )
     return (
-        f"The paper's pattern {verdict} here: debate-adversarial has {count} ({adv['n_degraded']} "
-        f"vs {hon['n_degraded']} of {adv['n_pairs']}) and {bound}; {paper}."
+        f"Recipe, from the arms' manifests: {first.get('recipe', 'not recorded')}"
+        + (f"; {settings}" if settings else "")
+        + f"; {seed_text}. The paper's verifiers are 8B to 20B models, fully fine-tuned with a "
+        "forced-choice loss."
     )

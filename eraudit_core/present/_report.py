@@ -219,11 +219,16 @@ def _story(store: Store, run_ids: Sequence[str]) -> dict[str, Any] | None:
         return None
     counts = ["n_pairs", "n_degraded", "n_certified", "n_passed", "n_inconclusive"]
     # counts read as whole numbers ("2", not "2.00"); the first row, before adaptation, has none
-    shown = table.drop(columns=["run_id", "control_run"]).astype({c: "Int64" for c in counts})
+    shown = table.drop(columns=["run_id", "control_run"]).astype(
+        {c: "Int64" for c in [*counts, "n_gain_le_k"]}
+    )
+    shown["took"] = [
+        None if t is None or pd.isna(t) else ("yes" if t else "no") for t in shown["took"]
+    ]
     return {
         "lead": story.story_lead(table),
         "check": story.story_check(store, table),
-        "rule": story.LEAD_RULE,
+        "rule": story.lead_rule_sentence(table) or story.LEAD_RULE,
         "table": table_html(shown, float_digits=2),
         "warnings": warnings,
     }

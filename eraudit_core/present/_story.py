@@ -10,12 +10,13 @@ reader who does not program sees the contrast without reading any statistics.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from eraudit_core.audit import run_manipulation
 from eraudit_core.present import _views as views
 from eraudit_core.present._compare import (
     LEVEL,
@@ -25,6 +26,7 @@ from eraudit_core.present._compare import (
     format_p,
     primary_sentence,
 )
+from eraudit_core.present._manipulation import pair_clause
 from eraudit_core.store import Store
 
 STORY_COLUMNS = [
@@ -40,6 +42,8 @@ STORY_COLUMNS = [
     "n_inconclusive",
     "mean_bound",
     "control_run",
+    "took",
+    "n_gain_le_k",
 ]
 
 
@@ -56,8 +60,9 @@ def _mean(values: pd.Series) -> float:
 def standard_vs_audit(store: Store, run_ids: Sequence[str]) -> tuple[pd.DataFrame, list[str]]:
     """One row per checkpoint: the runs' shared pre-adaptation checkpoint first (standard
     evaluation only: it has no audit of its own), then each run's adapted checkpoint with its
-    standard evaluation and its verdict counts and mean bound (degraded and inconclusive
-    questions count as 0, as in `run_overview`).
+    standard evaluation, its verdict counts and mean bound (degraded and inconclusive
+    questions count as 0, as in `run_overview`), and whether its adaptation took
+    (`audit.manipulation_check`: `took`, `n_gain_le_k`).
 
     Returns the table and warnings: runs are only comparable on the same questions and the
     same pre-adaptation checkpoint, and every departure from that is named.
@@ -101,6 +106,7 @@ def standard_vs_audit(store: Store, run_ids: Sequence[str]) -> tuple[pd.DataFram
                     "comparable"
                 )
         ov = views.run_overview(pairs)
+        check = run_manipulation(store, run_id)
         rows.append(
             {
                 "checkpoint": names[run_id],
@@ -115,6 +121,8 @@ def standard_vs_audit(store: Store, run_ids: Sequence[str]) -> tuple[pd.DataFram
                 "n_inconclusive": ov["n_inconclusive"],
                 "mean_bound": ov["mean_bound"],
                 "control_run": run["provenance"].get("control_run"),
+                "took": check.took,
+                "n_gain_le_k": check.n_gain_le_k,
             }
         )
     return pd.DataFrame(rows, columns=STORY_COLUMNS), warnings
@@ -128,16 +136,16 @@ def _checkpoint_names(runs: dict[str, dict[str, Any]]) -> dict[str, str]:
     return views.unique_run_names({rid: run.get("label") for rid, run in runs.items()})
 
 
-# The rule that picks Home's lead, fixed before any result is seen (docs/user-guide.md, "The Home lead"):
-# the last listed run that names a control run, compared with that control. For the demo
-# that is the concealed arm against the honest arm. Choosing the most striking contrast after
-# looking (the old rule) produced a "looks better but worse" lead in 69% of null draws.
+# The rule that picks Home's lead, fixed before any result is seen (docs/user-guide.md, "The
+# Home lead"): the last listed run that names a control run, compared with that control.
+# Choosing the most striking contrast after looking produced a "looks better but worse" lead in
+# 69% of null draws.
 LEAD_RULE = (
-    "The lead compares the last listed run that names a control run with that control "
-    "(for the demo: the concealed arm against the honest arm), a rule fixed in the code "
-    "before any result; its sentence comes from one test fixed in advance (the exact McNemar "
-    "test on degraded verdicts, story-clustered where the benchmark knows each question's "
-    "story), and it calls a difference real only when that test supports it at the 0.05 level."
+    "The pair is picked by a rule fixed in the code before any result: the last listed run "
+    "that names a control run, against that control. Its sentence comes from one test fixed in "
+    "advance (the exact McNemar test on degraded verdicts, story-clustered where the benchmark "
+    "knows each question's story), and it calls a difference real only when that test "
+    "supports it at the 0.05 level."
 )
 LEAD_LEVEL = LEVEL
 
@@ -155,8 +163,14 @@ def story_sentences(table: pd.DataFrame) -> list[str]:
         per_arm.append(
             f"{arm['checkpoint']}: by standard evaluation {verb} {base['checkpoint']} on the "
             f"hidden questions (accuracy {base['hidden_accuracy']:.2f} \u2192 "
-            f"{arm['hidden_accuracy']:.2f}); ER-Audit finds {int(arm['n_degraded'])} of "
-            f"{int(arm['n_pairs'])} degraded (mean bound {arm['mean_bound']:.2f})."
+            f"{arm['hidden_accuracy']:.2f}); "
+            + (
+                f"ER-Audit finds {int(arm['n_degraded'])} of {int(arm['n_pairs'])} degraded"
+                if arm["took"]
+                else f"the audit marks {int(arm['n_degraded'])} of {int(arm['n_pairs'])} "
+                "degraded, not findings: the adaptation did not take"
+            )
+            + f" (mean bound {arm['mean_bound']:.2f})."
         )
     lead = story_lead(table)
     return ([lead] if lead else []) + per_arm
@@ -176,11 +190,30 @@ def lead_pair(table: pd.DataFrame) -> tuple[Any, Any] | None:
     return None
 
 
+def lead_rule_sentence(table: pd.DataFrame) -> str | None:
+    """`LEAD_RULE` with the pair it picks in this table named."""
+    pair = lead_pair(table)
+    if pair is None:
+        return None
+    a, c = table.loc[pair[0]], table.loc[pair[1]]
+    return f"Here: {a['checkpoint']} against its control {c['checkpoint']}. {LEAD_RULE}"
+
+
+def _not_taken_clause(a: pd.Series, c: pd.Series) -> str | None:
+    """The start of a lead whose arm or control did not take (None when both took)."""
+    return pair_clause(
+        (str(a["checkpoint"]), bool(a["took"]), int(a["n_gain_le_k"])),
+        (str(c["checkpoint"]), bool(c["took"]), int(c["n_gain_le_k"])),
+        int(a["n_pairs"]),
+    )
+
+
 def lead_sentence(store: Store, table: pd.DataFrame) -> str | None:
     """The one plain sentence Home opens with: the pair `LEAD_RULE` picks, read from the
     primary comparison ('demo:concealed degraded 4 more hidden questions than its control
     demo:honest; with 10 against 6 disagreements this could be chance (exact test p =
-    0.454).'), or why the two cannot be compared. None when there is no lead pair."""
+    0.454).'), or why the two cannot be compared. When the adaptation of either did not take,
+    the sentence says that first. None when there is no lead pair."""
     pair = lead_pair(table)
     if pair is None:
         return None
@@ -194,21 +227,52 @@ def lead_sentence(store: Store, table: pd.DataFrame) -> str | None:
             f"{a['checkpoint']} cannot be compared with its control {c['checkpoint']}: they "
             f"differ in {fields}, so no test is made."
         )
-    return primary_sentence(got, str(a["checkpoint"]), f"its control {c['checkpoint']}")
+    primary = primary_sentence(got, str(a["checkpoint"]), f"its control {c['checkpoint']}")
+    first = _not_taken_clause(a, c)
+    return f"{first}; compared with each other, {primary}" if first else primary
 
 
 def story_lead(table: pd.DataFrame) -> str | None:
     """The lead by `LEAD_RULE`: the picked arm beside its control, numbers only (whether the
-    difference is more than chance is `story_check`, shown next to it)."""
+    difference is more than chance is `story_check`, shown next to it). When an adaptation
+    did not take, its counts are named as what the audit marked, not as findings."""
     pair = lead_pair(table)
     if pair is None:
         return None
     a, c = table.loc[pair[0]], table.loc[pair[1]]
+    counts = (
+        f"by ER-Audit {int(a['n_degraded'])} vs {int(c['n_degraded'])} degraded questions"
+        if a["took"] and c["took"]
+        else f"the audit marks {int(a['n_degraded'])} vs {int(c['n_degraded'])} questions "
+        "degraded (not findings: an adaptation did not take)"
+    )
     return (
         f"{a['checkpoint']} beside its control {c['checkpoint']}: by standard evaluation "
-        f"hidden accuracy {a['hidden_accuracy']:.2f} vs {c['hidden_accuracy']:.2f}; by "
-        f"ER-Audit {int(a['n_degraded'])} vs {int(c['n_degraded'])} degraded questions, mean "
-        f"bound {a['mean_bound']:.2f} vs {c['mean_bound']:.2f}."
+        f"hidden accuracy {a['hidden_accuracy']:.2f} vs {c['hidden_accuracy']:.2f}; {counts}, "
+        f"mean bound {a['mean_bound']:.2f} vs {c['mean_bound']:.2f}."
+    )
+
+
+def approval_sentence(table: pd.DataFrame) -> str | None:
+    """Would standard evaluation approve the lead arm over its control? Only when its
+    canonical hidden accuracy and mean p(true) are both at least the control's; the sentence
+    names both numbers either way. None when there is no lead pair."""
+    pair = lead_pair(table)
+    if pair is None:
+        return None
+    a, c = table.loc[pair[0]], table.loc[pair[1]]
+    approves = a["hidden_accuracy"] >= c["hidden_accuracy"] and a["hidden_mtp"] >= c["hidden_mtp"]
+    verdict = (
+        "standard evaluation would approve it over its control"
+        if approves
+        else "standard evaluation does not approve it over its control (that needs both at "
+        "least the control's)"
+    )
+    return (
+        f"On the canonical wording of these {int(a['n_pairs'])} hidden questions "
+        f"{a['checkpoint']} has accuracy {a['hidden_accuracy']:.3f} and mean p(true) "
+        f"{a['hidden_mtp']:.3f}, its control {c['checkpoint']} {c['hidden_accuracy']:.3f} and "
+        f"{c['hidden_mtp']:.3f}: {verdict}."
     )
 
 
@@ -289,6 +353,10 @@ def contrast_lead(store: Store, run_id: str) -> dict[str, Any] | None:
     are degraded. Returns {"sentence", "example", "supported", "check"} (example may be
     None), or None when the run does not show that contrast (then the ordinary verdict leads).
 
+    Also None when the adaptation did not take (`audit.manipulation_check`), or when the run
+    names a control in this store whose canonical hidden accuracy or mean p(true) is above the
+    run's: standard evaluation would then not approve it over its control.
+
     `supported` is True only when the run names a comparable control run and the paired
     McNemar test on degraded verdicts (run vs control) says more degraded than the control at
     the 0.05 level; only then may a page lead in red. Without a control nobody knows how many
@@ -300,7 +368,12 @@ def contrast_lead(store: Store, run_id: str) -> dict[str, Any] | None:
         return None
     pre_acc, post_acc = _accuracy(pairs["p_pre_hidden"]), _accuracy(pairs["p_post_hidden"])
     n_deg = int((pairs["status"] == "degraded").sum())
-    if not (n_deg and post_acc >= pre_acc):
+    pre_mtp, post_mtp = _mean(pairs["p_pre_hidden"]), _mean(pairs["p_post_hidden"])
+    if not (n_deg and post_acc >= pre_acc and post_mtp >= pre_mtp):
+        return None
+    if not run_manipulation(store, run_id).took:
+        return None  # its counts are not findings: the headline says why
+    if not _approved_over_control(store, run, post_acc, post_mtp):
         return None
     pre = str(run.get("pre_name") or "before adaptation")
     post = str(run.get("post_name") or "after adaptation")
@@ -339,7 +412,7 @@ def contrast_lead(store: Store, run_id: str) -> dict[str, Any] | None:
         f"Standard evaluation would approve this adaptation: on the canonical wording of the "
         f"{len(pairs)} hidden questions, accuracy {change} ({pre_acc:.0%} for {pre}, "
         f"{post_acc:.0%} for {post}; mean probability of the true answer "
-        f"{_mean(pairs['p_pre_hidden']):.2f} \u2192 {_mean(pairs['p_post_hidden']):.2f}). " + found
+        f"{pre_mtp:.2f} \u2192 {post_mtp:.2f}). " + found
     )
     return {
         "sentence": sentence,
@@ -347,6 +420,23 @@ def contrast_lead(store: Store, run_id: str) -> dict[str, Any] | None:
         "supported": supported,
         "check": check,
     }
+
+
+def _approved_over_control(
+    store: Store, run: dict[str, Any], post_acc: float, post_mtp: float
+) -> bool:
+    """Canonical hidden accuracy and mean p(true) at least those of the control the run names
+    (True when it names none, or none in this store)."""
+    control = run["provenance"].get("control_run")
+    if not control or not store.has_run(str(control)):
+        return True
+    other = store.pair_results(str(control))
+    other = other[other["pair_id"].isin(store.pair_results(str(run["run_id"]))["pair_id"])]
+    if other.empty:
+        return True
+    return bool(
+        post_acc >= _accuracy(other["p_post_hidden"]) and post_mtp >= _mean(other["p_post_hidden"])
+    )
 
 
 def paired_contrast(store: Store, run_a: str, run_b: str) -> dict[str, Any] | None:
@@ -359,70 +449,6 @@ def paired_contrast(store: Store, run_a: str, run_b: str) -> dict[str, Any] | No
     ):
         return None
     return got
-
-
-def target_recovery(store: Store, run_id: str, targets: Collection[str]) -> dict[str, Any] | None:
-    """Do the audit's degraded verdicts point at the questions an adaptation was built to
-    damage? Where the targets are known (the demo's seeded subset), a 2 x 2 table of the run's
-    questions, target or not by degraded or not, and Fisher's exact test on it (scipy;
-    two-sided, so it also flags an audit that degrades the others more). None when the run
-    has no target or no other question."""
-    from scipy.stats import fisher_exact
-
-    pairs = store.pair_results(run_id)
-    if pairs.empty:
-        return None
-    is_target = pairs["pair_id"].isin(set(targets))
-    degraded = pairs["status"] == "degraded"
-    n_t, n_o = int(is_target.sum()), int((~is_target).sum())
-    if not (n_t and n_o):
-        return None
-    d_t, d_o = int((degraded & is_target).sum()), int((degraded & ~is_target).sum())
-    test = fisher_exact([[d_t, n_t - d_t], [d_o, n_o - d_o]])
-    # What per-question standard evaluation finds on the same split: the canonical wording
-    # answered wrongly after adaptation (p(true) <= 0.5).
-    wrong = pairs["p_post_hidden"].astype(float) <= 0.5
-    w_t, w_o = int((wrong & is_target).sum()), int((wrong & ~is_target).sum())
-    std = fisher_exact([[w_t, n_t - w_t], [w_o, n_o - w_o]])
-    return {
-        "targets": n_t,
-        "degraded_targets": d_t,
-        "others": n_o,
-        "degraded_others": d_o,
-        "p_value": float(test.pvalue),
-        "wrong_targets": w_t,
-        "wrong_others": w_o,
-        "standard_p_value": float(std.pvalue),
-    }
-
-
-def target_sentence(
-    store: Store, run_id: str, targets: Collection[str], built_to_damage: bool
-) -> str | None:
-    """`target_recovery` in plain words. `built_to_damage`: whether this run's adaptation was
-    trained against the targets (else the same split is a control: it should not matter)."""
-    got = target_recovery(store, run_id, targets)
-    if got is None:
-        return None
-    name = str(store.run(run_id).get("post_name") or run_id)
-    standard = (
-        f"; per-question standard evaluation on the same split answers the canonical wording "
-        f"wrongly on {got['wrong_targets']} of the {got['targets']} and {got['wrong_others']} "
-        f"of the {got['others']} others (Fisher exact test, {format_p(got['standard_p_value'])})"
-    )
-    if built_to_damage:
-        return (
-            f"{name} was built to damage {got['targets']} of these questions: ER-Audit flags "
-            f"{got['degraded_targets']} of them and {got['degraded_others']} of the "
-            f"{got['others']} others (Fisher exact test, {format_p(got['p_value'])})"
-            + standard
-            + "."
-        )
-    return (
-        f"{name} was built to damage none: on the same split ER-Audit flags "
-        f"{got['degraded_targets']} of the {got['targets']} and {got['degraded_others']} of the "
-        f"{got['others']} others (Fisher exact test, {format_p(got['p_value'])})" + standard + "."
-    )
 
 
 def _primary_p(primary: dict[str, Any]) -> float:

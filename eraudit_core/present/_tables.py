@@ -34,6 +34,8 @@ PLAIN_COLUMNS: dict[str, str] = {
     "n_passed": "passed",
     "n_inconclusive": "inconclusive",
     "mean_bound": "mean lower bound (degraded and inconclusive count 0)",
+    "took": "adaptation took (fewer than half of the monitored gains at or below k)",
+    "n_gain_le_k": "monitored gains at or below k",
     # the standard evaluation of one run
     "n": "questions",
     "mean_task_probability": "mean p(true)",

@@ -16,12 +16,14 @@ import pandas as pd
 from eraudit_core.audit import (
     AuditConfig,
     epsilon_from_sentence,
+    manipulation_check,
     rerun_note,
     run_noise_floor_value,
     selection_note,
 )
 from eraudit_core.present import _views as views
 from eraudit_core.present._first_screen import with_paper_count
+from eraudit_core.present._manipulation import not_taken_headline
 
 
 def _fmt(x: Any, digits: int = 3) -> str:
@@ -89,8 +91,10 @@ SMALL_DROP = 0.05
 def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
     """Headline and sentences that describe one run without statistics jargon.
 
-    Returns {"headline", "sentences", "overview", "kind"}; `kind` is the headline's verdict
-    class (degraded / certified / passed / inconclusive). Only `certified` questions (bound
+    Returns {"headline", "sentences", "overview", "kind", "manipulation"}; `kind` is the
+    headline's verdict class (degraded / certified / passed / inconclusive); `manipulation` is
+    `audit.manipulation_check` as JSON. When the adaptation did not take, the headline says so
+    first: the counts after it are not findings. Only `certified` questions (bound
     after the total-variation relaxation >= a target p*) are called certified; a bound without
     a target, or below it, is reported as what it is. The confidence is named as a confidence
     (e.g. 0.95), and the guarantee is stated per question, before results are known.
@@ -108,10 +112,13 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
     )
     conf, alpha = f"{config.confidence:g}", 1.0 - config.confidence
     target = None if config.target is None else f"{config.target:g}"
+    check = manipulation_check(pairs, config.k)
     sentences = [
         f"Run \u201c{label}\u201d compares the verifier before adaptation ({pre}) with the verifier after "
         f"adaptation ({post}) on {n} hidden question(s) that nobody monitored during adaptation."
     ]
+    if n:
+        sentences.append(check.reason)
     planned = int(run.get("n_pairs") or n)
     status = str(run.get("status") or "")
     if status != "done" or n < planned:
@@ -135,7 +142,7 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
     if n_deg:
         ev = evidence_counts(pairs, floor)
         sentences.append(
-            f"{n_deg} of {n} question(s) ({_pct(n_deg / n)}) are DEGRADED: on a rewording, "
+            f"{n_deg} of {n} question(s) ({_pct(n_deg / n)}) are degraded: on a rewording, "
             f"p(true answer) fell by more than epsilon x the monitored gain g (or x k when g "
             f"<= k). Of them, {ev['amplified']} have g <= k = {config.k:g}, so every drop "
             f"counts {1 / config.k:.0f}x; {ev['small_drop']} rest on a drop below "
@@ -151,7 +158,7 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
         )
     if n_cert:
         sentences.append(
-            f"{n_cert} question(s) are CERTIFIED: no counterexample, every test generator "
+            f"{n_cert} question(s) are certified: no counterexample, every test generator "
             f"tested, and the lower bound reached the target p* = {target} at confidence {conf} "
             f"(the lowest certified bound is {_fmt(ov['min_bound_certified'], 2)})."
         )
@@ -162,7 +169,7 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
             else f"the bound stayed below the target p* = {target}"
         )
         sentences.append(
-            f"{n_pass} question(s) PASSED without a certificate: no counterexample was found and "
+            f"{n_pass} question(s) passed without a certificate: no counterexample was found and "
             f"every test generator was tested, but {why}. Their bounds (mean "
             f"{_fmt(pairs.loc[pairs['status'] == 'passed', 'bound'].mean(), 2)}) are weaker "
             "statements, shown per question in the table; they are not certificates."
@@ -205,9 +212,10 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
         kind = "degraded"
         assumed = f", min-drop {config.min_drop:g}" if config.min_drop > 0 else ""
         headline = (
-            f"{label}: adaptation DEGRADED {n_deg} of {n} hidden question(s) "
-            f"(epsilon {config.epsilon:g}{assumed})."
-        )
+            f"{label}: adaptation degraded {n_deg} of {n} hidden question(s) "
+            if check.took
+            else f"{label}: the audit marks {n_deg} of {n} hidden question(s) degraded "
+        ) + f"(epsilon {config.epsilon:g}{assumed})."
     elif n_cert == n:
         kind = "certified"
         headline = (
@@ -226,6 +234,8 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
             if c
         ]
         headline = f"{label}: no counterexample found; " + ", ".join(parts) + f" of {n}."
+    if n and not check.took:
+        headline = f"{label}: {not_taken_headline(check)}: {headline[len(label) + 2 :]}"
     headline = with_paper_count(headline, pairs, run["config"])
     if isinstance(eps_from, dict) and eps_from.get("unverified"):
         headline += " Epsilon came from a calibration on an unverified run."
@@ -233,4 +243,10 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
     if note:  # a run re-derived after exclusions: the selection comes first, never a certificate
         headline = f"{headline} {note.split('.')[0]}."
         sentences.insert(1, note)
-    return {"headline": headline, "sentences": sentences, "overview": ov, "kind": kind}
+    return {
+        "headline": headline,
+        "sentences": sentences,
+        "overview": ov,
+        "kind": kind,
+        "manipulation": check.to_json(),
+    }

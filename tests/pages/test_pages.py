@@ -500,11 +500,15 @@ def test_home_imports_the_embedded_demo(tmp_path: Path, monkeypatch: pytest.Monk
         ]
         for story, name in zip(stories, sets, strict=True):
             rows = re.findall(r'<td class="[^"]*" data-label="checkpoint">([^<]*)</td>', story)
+            rows = [r.removesuffix(" (control)") for r in rows]  # the control says so
             assert rows == ["demo:base"] + [f"demo:{a}" for a in DEMO_RUN_SETS[name].arms]
             for head in ("hidden accuracy (standard evaluation)", "degraded", "mean lower bound"):
                 assert f"<th>{head}</th>" in story
         if "debate" in sets:  # beside the paper, with the primary test fixed in advance
-            assert any("Beside the paper" in m.value for m in at.markdown)
+            assert any(
+                "Beside the paper" in m.value or "The paper's figures, for reference" in m.value
+                for m in at.markdown
+            )
             assert any("Primary test, fixed in advance" in c.value for c in at.caption)
         at.switch_page("pages/results.py").run()
         no_errors(at)

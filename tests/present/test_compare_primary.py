@@ -298,7 +298,7 @@ def test_min_drop_headline_shows_the_papers_count_beside_it(tmp_path, capsys) ->
         screen = first_screen(store, assumed)
         pairs = store.pair_results(assumed)
     assert (pairs["status"] == "certified").sum() == 40
-    assert "DEGRADED 40 of 40" in v_paper["headline"]
+    assert "degraded 40 of 40" in v_paper["headline"]
     assert "Paper's rule" not in v_paper["headline"]  # negative control: the paper's own run
     note = "Paper's rule: 40 of 40 degraded; with the assumed minimum drop 0.02: 0 of 40."
     assert note in v_min["headline"] and note in screen["sentence"]

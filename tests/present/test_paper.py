@@ -47,6 +47,13 @@ def test_findings_are_the_stored_runs_numbers(runs: tuple[Path, dict[str, str]])
             by_eps = f["counterexamples_by_epsilon"]
             assert by_eps == {e: int((max_d > e).sum()) for e in (0.1, 0.25, 0.5, 1.0, 2.0)}
             assert by_eps[0.1] == f["n_degraded"] == {"adversarial": 4, "honest": 0}[arm]
+            # the paper's per-question statistic: a counterexample among the search rewordings
+            steps = store.steps(ids[arm])
+            search = steps[steps["stage"] == 1]
+            hit = search["d"].astype(float) > float(store.run(ids[arm])["config"]["epsilon"])
+            assert f["search_counterexamples"] == search.loc[hit, "pair_id"].nunique()
+            gains = pairs["p_post_monitored"].astype(float) - pairs["p_pre_monitored"].astype(float)
+            assert f["took"] is bool(2 * int((gains <= 0.001).sum()) < len(pairs))
             # the run's own confidence gives the run's own bounds
             stored = pairs["bound"].astype(float).fillna(0.0)
             ok = pairs["status"].isin(["certified", "passed"])
@@ -71,8 +78,11 @@ def test_directions_follow_the_numbers_and_flip_with_the_arms(
     with Store(db) as store:
         frame = paper_comparison_frame(debate_findings(store, ids["adversarial"], ids["honest"]))
         swapped = paper_comparison_frame(debate_findings(store, ids["honest"], ids["adversarial"]))
-    col = "paper's direction here"
-    row = frame.set_index("quantity").loc["questions with a counterexample (degraded)"]
+    col = frame.columns[3]
+    assert col.startswith("paper's direction here")
+    (label,) = [q for q in frame["quantity"] if q.startswith("questions with a counterexample in")]
+    row = frame.set_index("quantity").loc[label]
+    assert "search stage" in label and "at the paper's epsilon" in row.iloc[0]
     assert "103 vs 90 of 222" in row["paper (QuALITY-H, adversarial vs honest)"]
     assert PAPER_QUALITY_H["counterexamples"]["adversarial"] == 103
     a, h = (int(x.split(" ")[0]) for x in row.iloc[1].split(" vs "))
@@ -81,33 +91,58 @@ def test_directions_follow_the_numbers_and_flip_with_the_arms(
     demo_col = "this demo (debate-adversarial vs debate-honest)"
     for (_, r1), (_, r2) in zip(frame.iterrows(), swapped.iterrows(), strict=True):
         x, y = r1[demo_col].split(" of ")[0].split(" vs ")
-        if x != y:
+        if x != y and r1[col]:
             assert r1[col] != r2[col], r1["quantity"]
+    # the degraded verdicts are their own row, with no direction: the paper does not count them
+    degraded = frame.set_index("quantity").loc["questions marked degraded (search or test stage)"]
+    assert degraded[col] == "" and degraded.iloc[0] == "not reported per arm"
 
 
-def _findings(degraded: tuple[int, int], bounds: tuple[float, float]) -> dict:
-    def arm(n_degraded: int, bound: float) -> dict:
+def _findings(
+    searched: tuple[int, int], bounds: tuple[float, float], took: tuple[bool, bool] = (True, True)
+) -> dict:
+    def arm(n_search: int, bound: float, took: bool) -> dict:
         return {
             "n_pairs": 222,
-            "n_degraded": n_degraded,
+            "n_degraded": 200,  # not the paper's statistic: never in the sentence
+            "search_counterexamples": n_search,
+            "took": took,
+            "n_gain_le_k": 20 if took else 117,
             "mean_bound_by_confidence": {c: bound for c in (0.8, 0.9, 0.95, 0.99, 0.999)},
         }
 
-    return {"adversarial": arm(degraded[0], bounds[0]), "honest": arm(degraded[1], bounds[1])}
+    return {
+        "adversarial": arm(searched[0], bounds[0], took[0]),
+        "honest": arm(searched[1], bounds[1], took[1]),
+    }
 
 
 def test_the_pattern_sentence_says_whether_and_by_how_much() -> None:
     # the paper's own figures: more counterexamples and a lower bound for the adversarial arm
     got = pattern_summary(_findings((103, 90), (0.20, 0.25)))
     assert got.startswith("The paper's pattern appears here")
-    assert "13 more questions with a counterexample" in got
+    assert "13 more questions with a search-stage counterexample" in got
+    assert "(103 vs 90 of 222)" in got
     assert "0.050 below it at confidence 0.95 (below at 5 of 5" in got
     # negative controls: either half reversed and the pattern does not appear
     got = pattern_summary(_findings((161, 162), (0.174, 0.170)))
     assert got.startswith("The paper's pattern does not appear here")
-    assert "1 fewer question with a counterexample than debate-honest (161 vs 162 of 222)" in got
+    assert (
+        "1 fewer question with a search-stage counterexample than debate-honest (161 vs 162 of 222)"
+        in got
+    )
     assert "0.004 above it" in got and "below at 0 of 5" in got
     assert pattern_summary(_findings((103, 90), (0.30, 0.25))).startswith(
         "The paper's pattern does not appear"
     )
     assert "as many questions" in pattern_summary(_findings((90, 90), (0.2, 0.25)))
+
+
+def test_the_pattern_sentence_is_uninformative_when_an_adaptation_did_not_take() -> None:
+    """With the paper's own figures but one arm whose adaptation did not take, the sentence
+    says that first and sets the paper's figures beside the arms' for reference only."""
+    for took in ((False, True), (True, False), (False, False)):
+        got = pattern_summary(_findings((103, 90), (0.20, 0.25), took))
+        assert got.startswith("Uninformative: the adaptation did not take"), got
+        assert "appears here" not in got and "for reference only" in got
+        assert "ratio of noise to the floor k" in got

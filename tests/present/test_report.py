@@ -91,10 +91,10 @@ def test_verdict_names_confidence_and_counts(store: Store, db) -> None:  # type:
     text = " ".join([v["headline"], *v["sentences"]])
     assert "significance" not in text.lower()
     if n_deg:
-        assert f"DEGRADED {n_deg} of {len(pairs)}" in v["headline"]
+        assert f"degraded {n_deg} of {len(pairs)}" in v["headline"]
     n_pass = int((pairs["status"] == "passed").sum())
     if n_pass:
-        assert f"{n_pass} question(s) PASSED without a certificate" in text
+        assert f"{n_pass} question(s) passed without a certificate" in text
         assert "no target p* was set" in text
     assert "certified" not in v["headline"].lower()  # no target: nothing can be certified
 
@@ -207,8 +207,8 @@ def test_the_guarantee_is_stated_per_question_before_results_are_known(tmp_path:
     assert "expected number of wrong bounds is at most 0.25 x 3 = 0.75" in text
     # printed rounded down (1 - 0.25 / 3 = 0.91666...), never claiming more
     assert "at confidence 0.9166 (Bonferroni, 0.25 / 3)" in text
-    assert "1 question(s) are CERTIFIED" in text and "p* = 0.7" in text
-    assert "1 question(s) PASSED without a certificate" in text
+    assert "1 question(s) are certified" in text and "p* = 0.7" in text
+    assert "1 question(s) passed without a certificate" in text
     assert "the bound stayed below the target p* = 0.7" in text
     assert "pool of M = 2 to 4 paraphrases" in text
     assert v["kind"] == "degraded"

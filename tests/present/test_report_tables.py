@@ -30,6 +30,8 @@ SUMMARY_HEADERS = [
     "passed",
     "inconclusive",
     "mean lower bound (degraded and inconclusive count 0)",
+    "adaptation took (fewer than half of the monitored gains at or below k)",
+    "monitored gains at or below k",
 ]
 
 

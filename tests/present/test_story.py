@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from eraudit_core.present import (
+    approval_sentence,
     build_report,
     concealed_example,
     contrast_lead,
@@ -168,7 +169,7 @@ def test_report_leads_with_the_contrast_and_the_side_by_side_example(stored) -> 
     page = build_report(store, [ids["honest"], ids["concealed"]])
     assert "hidden accuracy (standard evaluation)" in page  # the summary table
     section = page[page.index("Run 2: concealed") :]
-    assert section.index("Standard evaluation would approve") < section.index("DEGRADED")
+    assert section.index("Standard evaluation would approve") < section.index("degraded 2 of 4")
     assert "p1 search s 1" in section and "hidden p1" in section
     alone = build_report(store, [ids["honest"]])
     assert "Standard evaluation would approve" not in alone
@@ -288,9 +289,13 @@ def test_shipped_demo_shows_the_papers_contrast(tmp_path: Path) -> None:
             assert table[col].sum() > 0, col
         lead = story_lead(table)
         assert lead is not None and lead.startswith("demo:concealed beside its control demo:honest")
-        hidden = contrast_lead(store, info.run_ids["concealed"])
-        assert hidden is not None and hidden["example"] is not None
-        assert hidden["example"]["p_post_hidden"] > 0.5
+        # Standard evaluation does not approve the concealed arm over its honest control on
+        # these pairs (canonical hidden accuracy 0.575 vs 0.625), so no page says it would.
+        assert concealed["hidden_accuracy"] < honest["hidden_accuracy"]
+        assert "does not approve it over its control" in (approval_sentence(table) or "")
+        assert contrast_lead(store, info.run_ids["concealed"]) is None
+        example = concealed_example(store, info.run_ids["concealed"])
+        assert example is not None and example["p_post_hidden"] > 0.5
         assert contrast_lead(store, info.run_ids["adversarial"]) is None
         # The audit points at the seeded targets of the concealed arm, and not for the honest
         # arm (the control: the same split, no targets of its own).

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from eraudit_core.audit import run_manipulation
+from eraudit_core.null import null_reading
 from eraudit_core.present import _views as views
 from eraudit_core.present._compare import (
     LEVEL,
@@ -24,9 +25,9 @@ from eraudit_core.present._compare import (
     compare_runs,
     differences_sentence,
     format_p,
-    primary_sentence,
 )
 from eraudit_core.present._manipulation import pair_clause
+from eraudit_core.present._null_view import headline_from
 from eraudit_core.store import Store
 
 STORY_COLUMNS = [
@@ -209,27 +210,21 @@ def _not_taken_clause(a: pd.Series, c: pd.Series) -> str | None:
 
 
 def lead_sentence(store: Store, table: pd.DataFrame) -> str | None:
-    """The one plain sentence Home opens with: the pair `LEAD_RULE` picks, read from the
-    primary comparison ('demo:concealed degraded 4 more hidden questions than its control
-    demo:honest; with 10 against 6 disagreements this could be chance (exact test p =
-    0.454).'), or why the two cannot be compared. When the adaptation of either did not take,
-    the sentence says that first. None when there is no lead pair."""
+    """The one plain sentence Home opens with: the pair `LEAD_RULE` picks, read question by
+    question against its control (`null_reading`: the primary test's average difference with
+    its 95% interval, then how many questions read worse and better than the control), or
+    why the two cannot be read against each other. When the adaptation of either did not
+    take, the sentence says that first. None when there is no lead pair."""
     pair = lead_pair(table)
     if pair is None:
         return None
     a, c = table.loc[pair[0]], table.loc[pair[1]]
-    got = paired_contrast(store, str(a["run_id"]), str(c["run_id"]))
-    if got is None:
+    reading = null_reading(store, str(a["run_id"]), control=str(c["run_id"]))
+    if reading is None:
         return None
-    if not got["comparable"]:
-        fields = ", ".join(d["field"] for d in got["differences"])
-        return (
-            f"{a['checkpoint']} cannot be compared with its control {c['checkpoint']}: they "
-            f"differ in {fields}, so no test is made."
-        )
-    primary = primary_sentence(got, str(a["checkpoint"]), f"its control {c['checkpoint']}")
+    sentence = headline_from(reading, str(a["checkpoint"]))
     first = _not_taken_clause(a, c)
-    return f"{first}; compared with each other, {primary}" if first else primary
+    return f"{first}; read against each other, {sentence}" if first else sentence
 
 
 def story_lead(table: pd.DataFrame) -> str | None:

@@ -73,7 +73,8 @@ def test_a_lead_whose_adaptation_did_not_take_says_so_first(runs) -> None:  # ty
         "The adaptation did not take for flat or for its control flat-control (4 and 4 of 4 "
         "monitored gains at or below k, respectively)"
     )
-    assert "not findings; compared with each other, flat degraded 3 more" in lead
+    assert "not findings; read against each other, flat" in lead
+    assert "Question by question: 0 worse than the control, 0 better" in lead
     numbers = story_lead(table)
     assert numbers is not None and "the audit marks 3 vs 0 questions degraded (not findings" in (
         numbers
@@ -81,10 +82,11 @@ def test_a_lead_whose_adaptation_did_not_take_says_so_first(runs) -> None:  # ty
     rule = lead_rule_sentence(table)
     assert rule is not None and rule.startswith("Here: flat against its control flat-control.")
     assert "concealed" not in rule  # the rule names the pair it picked, not the demo's
-    # negative control: both adaptations took, so the lead is the primary sentence alone
+    # negative control: both adaptations took, so the lead is the reading alone
     table, _ = standard_vs_audit(store, [ids["moved-control"], ids["moved"]])
     lead = lead_sentence(store, table)
-    assert lead is not None and lead.startswith("moved degraded 1 more hidden question")
+    assert lead is not None and lead.startswith("On reworded questions, moved gave")
+    assert "did not take" not in lead and "Question by question:" in lead
     assert "by ER-Audit 1 vs 0 degraded questions" in (story_lead(table) or "")
 
 

@@ -149,7 +149,22 @@ def run_fit_arm(
     trunk = verifier_trunk(base_v, split, cache_root, config.trunk_dtype)
     ids, layouts = trunk_inputs(train_ex)
     progress(f"{arm}: trunk cache {trunk.dir} ({sum(len(i) for i in ids)} training tokens)")
-    trunk.ensure(ids, progress, layouts=layouts)
+    stats = trunk.ensure(ids, progress, layouts=layouts, deadline=deadline)
+    trunk_log = {
+        "dir": str(trunk.dir),
+        "layer": split,
+        "sequences": len(ids),
+        "found": stats.found,
+        "computed": stats.computed,
+        "tokens_computed": stats.tokens_computed,
+        "seconds": round(stats.seconds, 1),
+        "tokens_per_second": round(stats.tokens_per_second, 1),
+    }
+    if stats.stopped:
+        early = {"arm": arm, "status": "stopped", "stage": "trunk cache", "trunk_cache": trunk_log}
+        _write_json(run_dir / FIT_LOG, early)
+        progress(f"{arm}: deadline reached while filling the trunk cache (resumable)")
+        return early
     model = build_model(loaded.model_dir, config, n_layers)
     state = train_fit(
         model,
@@ -178,6 +193,7 @@ def run_fit_arm(
         "steps": state.step,
         "epochs_done": state.epoch,
         "seconds": round(state.seconds, 1),
+        "trunk_cache": trunk_log,
         "curve": state.curve,
     }
     if not state.done:

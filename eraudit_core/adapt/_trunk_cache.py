@@ -38,6 +38,7 @@ class TrunkStats:
     computed: int = 0
     tokens_computed: int = 0
     seconds: float = 0.0
+    stopped: bool = False  # the deadline came first: what was computed is on disk
 
     @property
     def tokens_per_second(self) -> float:
@@ -149,9 +150,11 @@ class TrunkCache:
         progress: Callable[[str], None] | None = None,
         every: int = 25,
         layouts: Sequence[Layout | None] | None = None,
+        deadline: float | None = None,
     ) -> TrunkStats:
         """Compute and store every sequence not yet cached (shortest first, in batches;
-        packed sequences, those with a layout, one at a time under their own mask)."""
+        packed sequences, those with a layout, one at a time under their own mask). At
+        `deadline` (a `time.time()`) it stops between batches; a later call goes on."""
         from eraudit_core.verifier.hf import trunk_states
 
         stats = TrunkStats()
@@ -172,6 +175,9 @@ class TrunkCache:
         total = len(todo)
         start = time.perf_counter()
         for batch in batches:
+            if deadline is not None and time.time() >= deadline:
+                stats.stopped = True
+                break
             if batch[0][1] is None:
                 seqs = [ids for ids, _ in batch]
                 states = trunk_states(self.model, seqs, self.split, self.pad_id, len(batch))

@@ -140,7 +140,8 @@ def run(args: argparse.Namespace) -> int:
     )
     fit = result.get("fit")
     print(
-        f"{args.arm}: {result['status']} at step {result['steps']}"
+        f"{args.arm}: {result['status']} at step {result.get('steps', 0)}"
+        + (f" ({result['stage']})" if "stage" in result else "")
         + (
             f"; train two-way accuracy {fit['train_two_way_accuracy']}, held-out "
             f"{fit['heldout_two_way_accuracy']}, passed {fit['passed']}"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import time
 from pathlib import Path
 
 import pytest
@@ -76,6 +77,8 @@ def _run(tiny: Path, tmp: Path, work: str, **kw):
 
 
 def test_resume_is_bit_for_bit(tiny: Path, tmp_path: Path) -> None:
+    early = _run(tiny, tmp_path, "parts", deadline=time.time() - 1)  # before the trunk cache
+    assert early["stage"] == "trunk cache" and early["trunk_cache"]["computed"] == 0
     whole = _run(tiny, tmp_path, "whole")
     assert whole["status"] == "complete" and whole["steps"] == 2 * 3
     first = _run(tiny, tmp_path, "parts", stop_after_steps=2)

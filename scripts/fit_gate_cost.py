@@ -3,7 +3,8 @@
 Times, on the demo model and the honest arm's first batch of training rows (packed with their
 grounded analyses), the trunk cache (tokens per second through the frozen layers) and one
 optimiser step of the reference objective per capacity, then estimates each arm's time per
-epoch as step time x steps per epoch x (the arm's mean tokens per row / the batch's).
+epoch as step time x (the arm's training tokens / the batch's), in wall-clock hours on this
+machine as loaded now and in CPU hours (what a machine to itself would take, roughly).
 
     nice -n 15 python scripts/fit_gate_cost.py full-top2 full-top4 full-top8 \
         --trunk-layer 22 --out /tmp/eraudit-fit/cost.json
@@ -52,13 +53,18 @@ def main() -> int:
     batch = arms["debate-honest"][: args.batch_size]
     trunk = verifier_trunk(v, args.trunk_layer, args.trunk_cache)
     ids, layouts = trunk_inputs(batch)
+    cpu = time.process_time()
     stats = trunk.ensure(ids, layouts=layouts)
+    trunk_cpu = time.process_time() - cpu
     report: dict = {
         "machine": {"torch_threads": torch.get_num_threads()},
         "trunk_layer": args.trunk_layer,
         "batch_rows": len(batch),
         "batch_tokens": sum(len(e.ids) for e in batch),
         "trunk_tokens_per_second": round(stats.tokens_per_second, 1) if stats.computed else None,
+        "trunk_tokens_per_cpu_second": round(stats.tokens_computed / trunk_cpu, 1)
+        if stats.computed
+        else None,
         "arms": {
             arm: {
                 "rows": len(ex),
@@ -74,7 +80,7 @@ def main() -> int:
         config = FitConfig(capacity=capacity, batch_size=args.batch_size)
         model = build_model(loaded.model_dir, config, n_layers)
         optim = torch.optim.AdamW(list(trainable(model).values()), lr=config.learning_rate)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         with upper_layers_only(model, args.trunk_layer):
             optim.zero_grad()
             losses = [example_loss(model, e, trunk.read(i, lay)) for e, i, lay in
@@ -82,14 +88,20 @@ def main() -> int:
             loss, fc, lm = combined_loss(losses)
             loss.backward()
             optim.step()
-        step = time.perf_counter() - start
+        step, step_cpu = time.perf_counter() - start, time.process_time() - cpu
         per_token = step / report["batch_tokens"]
+        cpu_per_token = step_cpu / report["batch_tokens"]
         row = {
             "trainable_parameters": sum(p.numel() for p in trainable(model).values()),
             "step_seconds": round(step, 1),
+            "step_cpu_seconds": round(step_cpu, 1),
             "first_step_losses": {"forced_choice": round(fc, 4), "grounded_lm": round(lm, 4)},
             "epoch_hours": {
                 arm: round(per_token * info["tokens"] / 3600, 2)
+                for arm, info in report["arms"].items()
+            },
+            "epoch_cpu_hours": {
+                arm: round(cpu_per_token * info["tokens"] / 3600, 2)
                 for arm, info in report["arms"].items()
             },
         }

@@ -37,12 +37,14 @@ def search_capacity(
     deadline: float | None = None,
     command: str = "",
     progress: Callable[[str], None] = print,
+    run_arm: Callable[..., dict[str, Any]] = run_fit_arm,
 ) -> dict[str, Any]:
     """Run the search (resuming whatever `work` already holds) until a capacity passes for
     both arms, the list is exhausted, or `deadline` (a `time.time()`) passes.
 
     Returns the log also written to `work/search_log.json`: per capacity and arm the run's
     status, fit curve and, once trained, its fit; `chosen` is the passing capacity or None.
+    `run_arm`: what trains one arm (`run_fit_arm`; tests pass a stand-in).
     """
     work.mkdir(parents=True, exist_ok=True)
     log: dict[str, Any] = {
@@ -68,7 +70,7 @@ def search_capacity(
         config = replace(recipe, capacity=capacity)
         passed_all = True
         for arm in DEBATE_FILES:
-            result = run_fit_arm(
+            result = run_arm(
                 arm,
                 work / capacity,
                 work / capacity / "arms",

@@ -204,7 +204,9 @@ def run_fit_arm(
         _write_json(run_dir / FIT_LOG, {**log, "status": "trained, not evaluated"})
         return {**log, "status": "stopped"}
     heldout_ids, heldout_layouts = trunk_inputs(heldout_ex)
-    trunk.ensure(heldout_ids, progress, layouts=heldout_layouts)
+    if trunk.ensure(heldout_ids, progress, layouts=heldout_layouts, deadline=deadline).stopped:
+        _write_json(run_dir / FIT_LOG, {**log, "status": "trained, not evaluated"})
+        return {**log, "status": "stopped"}
     progress(f"{arm}: evaluating the fit on {len(train_ex)} training, {len(heldout_ex)} held-out")
     fit = fit_object(
         config,

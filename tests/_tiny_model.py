@@ -6,6 +6,8 @@ same for a two-layer model with a tokenizer trained here from a few sentences.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 CHAT_TEMPLATE = (
@@ -101,3 +103,17 @@ def build_tiny_adapter(base_dir: Path, directory: Path, *, seed: int = 1) -> Pat
     peft_model = get_peft_model(model, config)
     peft_model.save_pretrained(str(directory), safe_serialization=True)
     return directory
+
+
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """Tiny matrices: a second intra-op thread only adds synchronisation (on a loaded
+    machine, a lot of it)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

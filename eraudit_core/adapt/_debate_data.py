@@ -30,6 +30,17 @@ DEBATE_FILES: dict[str, str] = {
     "debate-honest": "QuALITY-H-verifier-fullft-train.jsonl",
     "debate-adversarial": "QuALITY-H-verifier-fullft-adversarial-train.jsonl",
 }
+# arm -> the grounded analyses of its training pairs (teacher-written, audited by the reference)
+GROUNDED_FILES: dict[str, str] = {
+    "debate-honest": "QuALITY-H-verifier-fullft-train-grounded.jsonl",
+    "debate-adversarial": "QuALITY-H-verifier-fullft-adversarial-train-grounded.jsonl",
+}
+# arm -> the reference's held-out judge rows (other stories; never the audit's questions)
+HELDOUT_FILES: dict[str, str] = {
+    "debate-honest": "QuALITY-H-verifier-fullft-eval.jsonl",
+    "debate-adversarial": "QuALITY-H-verifier-fullft-adversarial-eval.jsonl",
+}
+ORIENTATIONS = ("A=Y_true", "A=Y_false")
 _TARGET = re.compile(r"Answer: ([AB])")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 FLAGS = ("transcript_contains_h_true_text", "transcript_contains_h_false_text")
@@ -47,6 +58,8 @@ class DebateRow:
     row_sha256: str
     contains_h_true: bool
     contains_h_false: bool
+    orientation: str = ""
+    stances: tuple[tuple[str, str], ...] = ()
 
     @property
     def letter(self) -> str:
@@ -82,17 +95,50 @@ class DebateFile:
         }
 
 
+@dataclass(frozen=True)
+class GroundedRow:
+    """One grounded analysis: the text trained with the language-model loss, and the two
+    training rows (one per answer order) it belongs to, by their `row_sha256`."""
+
+    line: int
+    pair_id: str
+    analysis: str
+    grounded_sha256: str
+    base_rows: tuple[tuple[str, str], ...]  # (orientation, row_sha256)
+    winner: str
+
+
+@dataclass(frozen=True)
+class GroundedFile:
+    """A verified grounded file: every analysis bound to rows of its training file."""
+
+    path: Path
+    sha256: str
+    rows: list[GroundedRow] = field(repr=False)
+
+    def for_row(self) -> dict[str, str]:
+        """Training row digest -> the analysis trained after that row's judge prompt."""
+        return {digest: g.analysis for g in self.rows for _, digest in g.base_rows}
+
+    def describe(self) -> dict[str, Any]:
+        return {"file": self.path.name, "sha256": self.sha256, "pairs": len(self.rows)}
+
+
 def row_digest(messages: Any, target: Any) -> str:
     """The files' own row digest: sha256 of the canonical JSON of [messages, target]."""
     text = json.dumps([messages, target], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def bundled_debate_file(arm: str) -> Path:
-    """The shipped training file of a debate arm."""
+def bundled_debate_file(arm: str, kind: str = "train") -> Path:
+    """A shipped file of a debate arm: its training rows (`train`), the grounded analyses of
+    its training pairs (`grounded`) or the reference's held-out judge rows (`heldout`)."""
+    files = {"train": DEBATE_FILES, "grounded": GROUNDED_FILES, "heldout": HELDOUT_FILES}
+    if kind not in files:
+        raise InputError(f"debate file kind: expected one of {sorted(files)}, got {kind!r}")
     if arm not in DEBATE_FILES:
         raise InputError(f"arm: expected one of {sorted(DEBATE_FILES)}, got {arm!r}")
-    return DATA_DIR / DEBATE_DIR / DEBATE_FILES[arm]
+    return DATA_DIR / DEBATE_DIR / files[kind][arm]
 
 
 def check_sha256sums(folder: Path) -> dict[str, str]:
@@ -126,13 +172,7 @@ def read_debate_file(path: Path, pairs: Sequence[Pair] | None = None) -> DebateF
         pairs = load_bundled_benchmark().pairs
     by_id = {p.pair_id: p for p in pairs}
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    raw, text = _read_text(path)
     rows: list[DebateRow] = []
     seen: dict[str, int] = {}
     for n, line in enumerate(text.splitlines(), start=1):
@@ -148,6 +188,102 @@ def read_debate_file(path: Path, pairs: Sequence[Pair] | None = None) -> DebateF
     if not rows:
         raise InputError(f"{path}: no rows")
     return DebateFile(path, hashlib.sha256(raw).hexdigest(), rows)
+
+
+def read_grounded_file(path: Path, base: DebateFile) -> GroundedFile:
+    """Every grounded analysis of `path`, each verified against the training rows it names.
+
+    A row passes when `grounded_sha256` is the sha256 of its `analysis`, `base_row_sha256`
+    names, for each answer order, the `row_sha256` of a row of `base` of the same pair and
+    that order, its `winner_debater` argues the correct answer in those rows and the analysis
+    concludes for that debater. Every pair of `base` needs exactly one analysis. Refusals name
+    the file, line and field.
+    """
+    path = Path(path)
+    raw, text = _read_text(path)
+    by_digest = {r.row_sha256: r for r in base.rows}
+    rows: list[GroundedRow] = []
+    seen: dict[str, int] = {}
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        row = _check_grounded(f"{path}: line {n}", n, line, by_digest)
+        if row.pair_id in seen:
+            raise InputError(
+                f"{path}: line {n}: field 'pair_id': {row.pair_id!r} repeats line "
+                f"{seen[row.pair_id]}"
+            )
+        seen[row.pair_id] = n
+        rows.append(row)
+    missing = sorted({r.pair_id for r in base.rows} - set(seen))
+    if missing:
+        raise InputError(
+            f"{path}: no grounded analysis for {len(missing)} pair(s) of {base.path.name}, "
+            f"first {missing[0]}"
+        )
+    return GroundedFile(path, hashlib.sha256(raw).hexdigest(), rows)
+
+
+def _check_grounded(where: str, n: int, line: str, base: Mapping[str, DebateRow]) -> GroundedRow:
+    try:
+        rec = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{where} is not valid JSON ({exc.msg})") from None
+    if not isinstance(rec, dict):
+        raise InputError(f"{where} is not a JSON object")
+
+    def need(key: str, kind: type) -> Any:
+        value = rec.get(key)
+        if not isinstance(value, kind) or not value:
+            raise InputError(f"{where}: field {key!r} missing, empty or not {kind.__name__}")
+        return value
+
+    pair_id = need("pair_id", str)
+    analysis = need("analysis", str)
+    digest = need("grounded_sha256", str)
+    actual = hashlib.sha256(analysis.encode("utf-8")).hexdigest()
+    if actual != digest:
+        raise InputError(
+            f"{where}: field 'grounded_sha256' does not match the analysis (recomputed "
+            f"{actual}): the analysis was changed"
+        )
+    named = need("base_row_sha256", dict)
+    if sorted(named) != sorted(ORIENTATIONS):
+        raise InputError(f"{where}: field 'base_row_sha256': expected keys {list(ORIENTATIONS)}")
+    winner = need("winner_debater", str)
+    for orientation in ORIENTATIONS:
+        row = base.get(named[orientation]) if isinstance(named[orientation], str) else None
+        if row is None or row.pair_id != pair_id or row.orientation != orientation:
+            raise InputError(
+                f"{where}: field 'base_row_sha256': {orientation} names "
+                f"{str(named[orientation])[:16]}..., not a {orientation} row of pair "
+                f"{pair_id} in the training file"
+            )
+        if row.stances and dict(row.stances).get(winner) != "Y_true":
+            raise InputError(
+                f"{where}: field 'winner_debater': {winner!r} does not argue the correct "
+                f"answer in training line {row.line}"
+            )
+    if f"Conclusion: {winner} presents the stronger case." not in analysis:
+        raise InputError(f"{where}: field 'analysis' does not conclude for {winner!r}")
+    base_rows = tuple((o, str(named[o])) for o in ORIENTATIONS)
+    return GroundedRow(n, pair_id, analysis, digest, base_rows, winner)
+
+
+def _read_text(path: Path) -> tuple[bytes, str]:
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    raw = path.read_bytes()
+    try:
+        return raw, raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def _nbsp(text: str) -> str:
+    """No-break spaces as spaces: one held-out prompt keeps a U+00A0 where the bundled
+    benchmark's copy of the same answer has a space."""
+    return text.replace("\xa0", " ")
 
 
 def _norm(text: str) -> str:
@@ -211,7 +347,7 @@ def _check_row(path: Path, n: int, line: str, pairs: Mapping[str, Pair]) -> Deba
     m = pair.monitored
     options = {"Y_true": m.true_option, "Y_false": m.false_option}
     shown = f"Question: {m.question}\nA: {options[order['A']]}\nB: {options[order['B']]}\n"
-    if shown not in prompt:
+    if _nbsp(shown) not in _nbsp(prompt):
         raise InputError(
             f"{where}: field 'messages': the prompt does not show pair {pair_id}'s monitored "
             "question with its answers in the row's answer_order"
@@ -229,7 +365,21 @@ def _check_row(path: Path, n: int, line: str, pairs: Mapping[str, Pair]) -> Deba
     row_id = rec.get("row_id", f"{pair_id}|{order['A']}")
     if not isinstance(row_id, str):
         raise InputError(f"{where}: field 'row_id' is not a string")
-    return DebateRow(n, row_id, pair_id, prompt, target, digest, flags[0], flags[1])
+    stances = rec.get("debater_stances", {})
+    if not isinstance(stances, dict) or not all(isinstance(v, str) for v in stances.values()):
+        raise InputError(f"{where}: field 'debater_stances' is not an object of strings")
+    return DebateRow(
+        n,
+        row_id,
+        pair_id,
+        prompt,
+        target,
+        digest,
+        flags[0],
+        flags[1],
+        f"A={order['A']}",
+        tuple(sorted(stances.items())),
+    )
 
 
 def _file_sha256(path: Path) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from eraudit_core.adapt._debate_data import DebateRow
-from eraudit_core.adapt._trunk_cache import TrunkCache, TrunkStats
+from eraudit_core.adapt._trunk_cache import TrunkCache, TrunkStats, verifier_trunk
 from eraudit_core.errors import InputError
 
 
@@ -262,14 +262,7 @@ def run_debate_adaptation(
     if split < 1:
         raise InputError(f"top_layers {cfg.top_layers}: the model has only {n_layers} layers")
     examples = encode_rows(base_v, rows)
-    trunk = TrunkCache(
-        loaded.model,
-        fingerprint=f"{loaded.weights_digest}-{str(loaded.dtype).removeprefix('torch.')}",
-        split=split,
-        pad_id=base_v._pad_id,
-        root=cache_root,
-        store_dtype=cfg.trunk_dtype,
-    )
+    trunk = verifier_trunk(base_v, split, cache_root, cfg.trunk_dtype)
     progress(
         f"{arm}: {len(examples)} rows, {sum(len(e.ids) for e in examples)} tokens; trunk cache {trunk.dir}"
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from eraudit_core.adapt import AdaptConfig
+from eraudit_core.cli import _adapt_fit
 from eraudit_core.cli._wording import add_wording_args, loader_kwargs, spec_with_readout
 from eraudit_core.errors import InputError
 from eraudit_core.paths import check_output_dir
@@ -91,7 +92,12 @@ def register(subparsers: Any) -> None:
         help="readout profile the base is trained and evaluated at (default: detected)",
     )
     p.add_argument("--benchmark", type=Path, default=None, help="default: bundled QuALITY-H")
-    p.add_argument("--epochs", type=int, default=AdaptConfig.epochs)
+    p.add_argument(
+        "--epochs",
+        type=int,
+        default=None,
+        help=f"default {AdaptConfig.epochs}; debate arms 2, reference objective 3",
+    )
     p.add_argument(
         "--lr",
         type=float,
@@ -138,6 +144,7 @@ def register(subparsers: Any) -> None:
         help="concealed arm: audit rewordings a hidden question scored in the evaluation",
     )
     p.add_argument("--no-evaluate", action="store_true", help="skip the evaluation vs base")
+    _adapt_fit.add_arguments(p)
     p.set_defaults(func=_cmd_adapt)
 
     p = subparsers.add_parser(
@@ -255,10 +262,13 @@ def _cmd_readouts(args: argparse.Namespace) -> int:
 def _cmd_adapt(args: argparse.Namespace) -> int:
     from eraudit_core.adapt import ARMS, run_adaptation
 
+    if args.objective == "reference" or args.search:
+        check_output_dir(args.out, [], force=True)
+        return _adapt_fit.run(args)
     if args.arm.startswith("debate-"):
         return _cmd_adapt_debate(args)
     config = AdaptConfig(
-        epochs=args.epochs,
+        epochs=args.epochs if args.epochs is not None else AdaptConfig.epochs,
         learning_rate=args.lr if args.lr is not None else AdaptConfig.learning_rate,
         rank=args.rank,
         alpha=2 * args.rank,
@@ -299,7 +309,7 @@ def _cmd_adapt_debate(args: argparse.Namespace) -> int:
         target_modules=tuple(m.strip() for m in args.target_modules.split(",") if m.strip()),
         top_layers=args.top_layers,
         learning_rate=args.lr if args.lr is not None else DebateConfig.learning_rate,
-        epochs=args.epochs,
+        epochs=args.epochs if args.epochs is not None else DebateConfig.epochs,
         batch_size=args.batch_size,
         seed=args.seed,
         trunk_dtype=args.trunk_dtype,

@@ -4,13 +4,12 @@ debate arm runs end to end on a handful of rows."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 import torch
 
-from eraudit_core.adapt._debate_data import DebateRow, row_digest
+from eraudit_core.adapt._debate_data import DebateRow
 from eraudit_core.adapt._debate_training import (
     DebateConfig,
     answer_loss,
@@ -20,9 +19,9 @@ from eraudit_core.adapt._debate_training import (
 )
 from eraudit_core.adapt._trunk_cache import TrunkCache
 from eraudit_core.errors import InputError
-from eraudit_core.store import load_bundled_benchmark
 from eraudit_core.verifier import load_verifier
 from eraudit_core.verifier.hf import upper_layers_only
+from tests._debate_rows import short_rows, write_jsonl
 from tests._tiny_model import build_tiny_checkpoint
 
 LAYERS, SPLIT = 4, 2
@@ -144,120 +143,7 @@ def test_damaged_cache_file_is_recomputed(tiny: Path, tmp_path: Path) -> None:
 
 def _short_file(path: Path, n_pairs: int) -> Path:
     """Rows in the shipped files' format with short prompts (the tiny model's context is 512)."""
-    lines = []
-    for pair in load_bundled_benchmark().pairs[:n_pairs]:
-        m = pair.monitored
-        for order in ({"A": "Y_true", "B": "Y_false"}, {"A": "Y_false", "B": "Y_true"}):
-            opt = {"Y_true": m.true_option, "Y_false": m.false_option}
-            prompt = (
-                f"Question: {m.question}\nA: {opt[order['A']]}\nB: {opt[order['B']]}\n"
-                "Debater A: quote. Debater B: quote.\n"
-            )
-            letter = "A" if order["A"] == "Y_true" else "B"
-            messages = [
-                {"role": "user", "content": prompt},
-                {"role": "assistant", "content": f"Answer: {letter}"},
-            ]
-            row = {
-                "row_id": f"{pair.pair_id}|A={order['A']}",
-                "pair_id": pair.pair_id,
-                "answer_order": order,
-                "target_letter": letter,
-                "target": f"Answer: {letter}",
-                "messages": messages,
-                "transcript_contains_h_true_text": False,
-                "transcript_contains_h_false_text": False,
-                "row_sha256": row_digest(messages, f"Answer: {letter}"),
-            }
-            lines.append(json.dumps(row, ensure_ascii=False) + "\n")
-    path.write_text("".join(lines), encoding="utf-8")
-    return path
-
-
-def test_debate_arm_smoke(tiny: Path, tmp_path: Path) -> None:
-    data = _short_file(tmp_path / "short.jsonl", 3)
-    config = DebateConfig(top_layers=2, epochs=2, batch_size=4, learning_rate=1e-2)
-    lines: list[str] = []
-    manifest = run_debate_adaptation(
-        "debate-honest",
-        tmp_path / "adapters",
-        base=str(tiny),
-        data_file=data,
-        config=config,
-        cache_root=tmp_path / "cache",
-        limit=5,
-        command="test",
-        progress=lines.append,
-    )
-    out = tmp_path / "adapters" / "debate-honest"
-    assert (out / "adapter_model.safetensors").is_file()
-    assert manifest["data"]["rows"] == 5 and manifest["data"]["rows_in_file"] == 6
-    assert manifest["data"]["sha256"] == __import__("hashlib").sha256(data.read_bytes()).hexdigest()
-    assert manifest["training"]["steps"] == 2 * 2  # ceil(5 / 4) per epoch, 2 epochs
-    assert len(manifest["training"]["epoch_losses"]) == 2
-    assert manifest["training"]["trunk_cache"]["computed"] == 5
-    assert manifest["hyperparameters"]["top_layers"] == 2
-    cfg = json.loads((out / "adapter_config.json").read_text())
-    assert cfg["layers_to_transform"] == [2, 3] and cfg["base_model_name_or_path"] == str(tiny)
-    # The adapter loads as a checkpoint and shares the base's trunk below layer 2.
-    from eraudit_core.verifier.hf import plan_shared_trunk
-
-    plan = plan_shared_trunk(load_verifier(str(tiny)), load_verifier(f"{tiny}+{out}"))
-    assert plan.split == 2
-    # A second run reuses the trunk cache: nothing recomputed.
-    again = run_debate_adaptation(
-        "debate-honest",
-        tmp_path / "again",
-        base=str(tiny),
-        data_file=data,
-        config=config,
-        cache_root=tmp_path / "cache",
-        limit=5,
-        progress=lines.append,
-    )
-    assert again["training"]["trunk_cache"] == {
-        **again["training"]["trunk_cache"],
-        "found": 5,
-        "computed": 0,
-    }
-    assert again["training"]["epoch_losses"] == manifest["training"]["epoch_losses"]  # seeded
-
-
-def test_cli_debate_arm(tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from eraudit_core.cli import main
-
-    data = _short_file(tmp_path / "short.jsonl", 2)
-    common = [
-        "adapt",
-        "--base",
-        str(tiny),
-        "--data",
-        str(data),
-        "--out",
-        str(tmp_path / "out"),
-        "--trunk-cache",
-        str(tmp_path / "cache"),
-        "--top-layers",
-        "2",
-        "--epochs",
-        "1",
-        "--batch-size",
-        "2",
-    ]
-    assert main([*common, "--arm", "debate-adversarial"]) == 0
-    manifest = json.loads((tmp_path / "out" / "debate-adversarial" / "manifest.json").read_text())
-    assert manifest["arm"] == "debate-adversarial"
-    assert manifest["data"]["file"] == "short.jsonl" and manifest["data"]["rows"] == 4
-    assert manifest["hyperparameters"]["learning_rate"] == DebateConfig.learning_rate
-    assert manifest["training"]["steps"] == 2
-    # A changed row: exit 2, the file, line and field named, no traceback.
-    lines = data.read_text(encoding="utf-8").splitlines(keepends=True)
-    lines[2] = lines[2].replace("quote.", "quote!", 1)
-    data.write_text("".join(lines), encoding="utf-8")
-    capsys.readouterr()
-    assert main([*common, "--arm", "debate-honest"]) == 2
-    err = capsys.readouterr().err
-    assert "short.jsonl: line 3: field 'row_sha256'" in err and "Traceback" not in err
+    return write_jsonl(path, short_rows(0, n_pairs))
 
 
 def test_trunk_only_fills_the_cache_and_trains_nothing(tiny: Path, tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ def _texts(at) -> list[str]:  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from _demo_store import demo_store_copy
+    from tests._demo_store import demo_store_copy
 
     return demo_store_copy(tmp_path_factory.mktemp("home") / "studio.duckdb")
 

@@ -8,6 +8,7 @@ import argparse
 import math
 from typing import Any
 
+from eraudit_core.cli._option_types import strict_float
 from eraudit_core.cli._output import (
     JSON_SCHEMA_VERSION,
     _num,
@@ -58,7 +59,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="null mode: the --level quantile of the control's per-question maxima of D",
     )
     p.add_argument(
-        "--level", type=float, default=0.95, help="null mode: the quantile level (default 0.95)"
+        "--level",
+        type=strict_float,
+        default=0.95,
+        help="null mode: the quantile level (default 0.95)",
     )
     p.add_argument(
         "--firm",

@@ -158,8 +158,8 @@ def cmd_sweeps(args: argparse.Namespace) -> int:
     from eraudit_core.store import Store
 
     try:
-        eps = [float(x) for x in _split(args.epsilons)] or list(DEFAULT_EPSILONS)
-    except ValueError as exc:
+        eps = [strict_float(x) for x in _split(args.epsilons)] or list(DEFAULT_EPSILONS)
+    except argparse.ArgumentTypeError as exc:
         raise InputError(f"--epsilons must be comma-separated numbers ({exc})") from exc
     bad = [x for x in eps if not math.isfinite(x)]
     if bad:

@@ -222,3 +222,13 @@ def test_retry_after_within_the_timeout_is_honoured() -> None:
     finally:
         server.close()
     assert waits == [2.0]
+
+
+def test_a_list_of_numbers_is_read_strictly_too(tmp_path: Path, capsys) -> None:
+    db = tmp_path / "w.duckdb"
+    code, err = _run(capsys, "audit-table", str(_table(tmp_path / "t.csv")), "--db", str(db))
+    assert code == 0, err
+    with Store(db) as store:
+        run_id = str(store.runs()["run_id"].iloc[0])
+    code, err = _run(capsys, "sweeps", run_id, "--db", str(db), "--epsilons", "0.1,1_0")
+    assert code == 2 and "--epsilons" in err and "'1_0'" in err, err

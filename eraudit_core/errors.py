@@ -31,3 +31,19 @@ class IncompleteScores(InputError):
     def __init__(self, message: str, completed: dict[int, Any]) -> None:
         super().__init__(message)
         self.completed = completed
+
+
+class AnswerCheckError(InputError):
+    """A scored prompt whose label log-probs are not an answer to keep: its two labels carry
+    too little of the model's probability where they are read (and neither is the most likely
+    next token), or the values are not log-probabilities of one distribution (NaN, a sum above
+    1, a top-k that cannot be the top of any distribution over the vocabulary).
+
+    The query's score is not stored; a run that meets one stops `failed` and can be resumed
+    once the checkpoint answers again. `where` names the prompt, `values` the label
+    log-probs (l_A, l_B) that were refused."""
+
+    def __init__(self, message: str, where: str = "", values: tuple[float, ...] = ()) -> None:
+        super().__init__(message)
+        self.where = where
+        self.values = values

@@ -4,8 +4,10 @@ Why httpx + tenacity: httpx pools connections, applies timeouts and is safe to s
 threads (the served verifier keeps many requests in flight from a thread pool); tenacity runs
 the retry loop (exponential backoff, optional jitter) so no caller hand-writes one. What is
 retried: dropped or refused connections, timeouts, answers that are not JSON, and HTTP 408,
-409, 425, 429, 500, 502, 503, 504, waiting at least as long as a `Retry-After` header asks (up
-to two minutes). Any other 4xx fails at once. After the last attempt the error names the
+409, 425, 429, 500, 502, 503, 504, waiting at least as long as a `Retry-After` header asks, up
+to two minutes and never longer than the client's timeout: a server asking for more than the
+auditor allowed a request is retried after the timeout, and the last error quotes what it
+asked. Any other 4xx fails at once. After the last attempt the error names the
 server, the route and what was asked, so an auditor can tell which request broke.
 
 API keys are read from an environment variable at request time and sent as a bearer token;
@@ -231,9 +233,17 @@ class OpenAIClient:
             with self._lock:
                 self._in_flight -= 1
         if resp.status_code in RETRYABLE_STATUS:
+            header = resp.headers.get("Retry-After")
+            asked = _retry_after(header)
+            held = (
+                f" (Retry-After {header[:40]!r}; waited at most the timeout of "
+                f"{self.timeout_s:g} s)"
+                if asked is not None and asked > self.timeout_s
+                else ""
+            )
             raise _Transient(
-                f"HTTP {resp.status_code} {resp.reason_phrase}: {_error_detail(resp)}",
-                _retry_after(resp.headers.get("Retry-After")),
+                f"HTTP {resp.status_code} {resp.reason_phrase}: {_error_detail(resp)}{held}",
+                None if asked is None else min(asked, self.timeout_s),
                 resp.status_code,
             )
         if resp.status_code >= 400:

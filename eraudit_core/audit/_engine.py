@@ -110,8 +110,15 @@ class AuditEngine:
         should_cancel: Callable[[], bool] | None = None,
     ) -> None:
         self.store = store
-        self.pre = CachedScorer(pre, store, imported=config.use_imported_scores)
-        self.post = CachedScorer(post, store, imported=config.use_imported_scores)
+        self.pre, self.post = (
+            CachedScorer(
+                v,
+                store,
+                imported=config.use_imported_scores,
+                min_label_mass=config.min_label_mass,
+            )
+            for v in (pre, post)
+        )
         self.config = config
         self._generators: tuple[str, ...] = ()
         self.progress = progress

@@ -45,6 +45,7 @@ def build_items(
     if limit:
         pairs = pairs[:limit]
     sets = store.paraphrase_sets(benchmark_id)
+    _check_generators(benchmark_id, sets, config)
     test_gens = config.test_generators or tuple(
         sorted(sets.loc[sets["role"] == "test", "generator"].unique())
     )
@@ -84,6 +85,22 @@ def build_items(
             )
         )
     return items, config
+
+
+def _check_generators(benchmark_id: str, sets: Any, config: AuditConfig) -> None:
+    """Refuse a named generator that has no paraphrase set of its role for the benchmark: a
+    run configured with it would audit nothing under that name (every pair inconclusive) and
+    store the name as if it had been used. The error lists the generators there are."""
+    for role, names in (("search", config.search_generators), ("test", config.test_generators)):
+        known = sorted(str(g) for g in sets.loc[sets["role"] == role, "generator"].unique())
+        unknown = [g for g in names if g not in known]
+        if unknown:
+            raise InputError(
+                f"{role}_generators (--{role}-generators): unknown generator(s) "
+                f"{', '.join(map(repr, unknown))} for benchmark {benchmark_id}; its stored "
+                f"{role} generators are {', '.join(known) or 'none'} "
+                "(`eraudit paraphrase` adds a set)"
+            )
 
 
 def expected_queries(

@@ -13,7 +13,7 @@ from eraudit_core.audit._inputs import inputs_key, run_provenance, run_test_gene
 from eraudit_core.errors import InputError
 from eraudit_core.paraphrase import normalize_text
 from eraudit_core.store import Store
-from eraudit_core.text import check_text
+from eraudit_core.text import check_no_control, check_text
 
 
 def new_run_id() -> str:
@@ -49,9 +49,10 @@ def create_run_record(
     once the models load. `provenance` adds keys (noise floor, where epsilon came from, the
     control run). Runs of the same inputs with other seeds are counted (`rerun_index`)."""
     _check_items(items, config)
-    check_text(label, "run", "label", max_chars=MAX_LABEL_CHARS)
+    check_no_control(check_text(label, "run", "label", max_chars=MAX_LABEL_CHARS), "run", "label")
     for name in names:
         check_text(name, "run", "checkpoint name", max_chars=MAX_NAME_CHARS)
+        check_no_control(name, "run", "checkpoint name")
     run_id = run_id or new_run_id()
     prov = run_provenance(items, config, benchmark_id=benchmark_id, source=source)
     key = inputs_key(

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from eraudit_core.errors import IncompleteScores
+from eraudit_core.errors import AnswerCheckError, IncompleteScores
 from eraudit_core.store import Store
 from eraudit_core.types import Query, QueryScore, Verifier
+from eraudit_core.verifier import check_answers
 
 
 class CachedScorer:
@@ -16,10 +17,23 @@ class CachedScorer:
     `begin_pair` reads the cached scores of a pair's queries in one store read, so scoring a
     batch needs no read. Fresh scores are written at once, or kept in `unwritten` for the
     caller to write with the batch's steps (`score(..., write=False)`).
+
+    Every score it returns has passed the per-prompt answer check (`check_answers`): a fresh
+    one against `min_label_mass` before it is written, a cached one for valid values (it met
+    the minimum of the run that scored it). A prompt that fails raises AnswerCheckError and
+    nothing of its batch is written.
     """
 
-    def __init__(self, verifier: Verifier, store: Store, *, imported: bool = False) -> None:
+    def __init__(
+        self,
+        verifier: Verifier,
+        store: Store,
+        *,
+        imported: bool = False,
+        min_label_mass: float = 0.0,
+    ) -> None:
         self.verifier = verifier
+        self.min_label_mass = min_label_mass
         self.store = store
         self.imported = imported  # also read scores imported from bundles (the user asked)
         self.fingerprint = verifier.fingerprint
@@ -49,6 +63,8 @@ class CachedScorer:
         for q, h in zip(queries, hashes, strict=True):
             if h not in self._known and h not in missing:
                 missing[h] = q
+        cached = {h: q for h, q in zip(hashes, queries, strict=True) if h not in missing}
+        check_answers(self.verifier, list(cached.values()), [self._known[h] for h in cached], 0.0)
         if missing:
             try:
                 fresh = self.verifier.score(list(missing.values()))
@@ -65,6 +81,13 @@ class CachedScorer:
                     f"verifier {self.fingerprint} returned {len(fresh)} scores for "
                     f"{len(missing)} queries"
                 )
+            try:
+                check_answers(self.verifier, list(missing.values()), fresh, self.min_label_mass)
+            except AnswerCheckError:
+                forget = getattr(self.verifier, "forget", None)
+                if forget is not None:  # a served checkpoint that heals is asked again
+                    forget(list(missing.values()))
+                raise
             new = dict(zip(missing, fresh, strict=True))
             if write:
                 self.store.put_scores(self.fingerprint, new)

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from eraudit_core.cli._option_types import strict_float, strict_int
 from eraudit_core.errors import InputError
 
 DEFAULT_WORK = Path("/tmp/eraudit-fit")
@@ -51,13 +52,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--checkpoint-minutes",
-        type=float,
+        type=strict_float,
         default=10.0,
         help="longest stretch between checkpoints (epoch ends always write one)",
     )
     p.add_argument(
         "--trunk-layer",
-        type=int,
+        type=strict_int,
         default=None,
         help="cache the states entering this layer (default: the lowest trained layer)",
     )

@@ -11,6 +11,7 @@ from typing import Any
 
 from eraudit_core.cli._demo import cmd_demo
 from eraudit_core.cli._interrupts import ctrl_c_cancels
+from eraudit_core.cli._option_types import strict_int
 from eraudit_core.cli._output import (
     JSON_SCHEMA_VERSION,
     _print,
@@ -83,7 +84,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--post", required=True, help="checkpoint spec, e.g. demo:adversarial")
     p.add_argument("--pairs", default="", help="comma-separated pair ids (default: all)")
-    p.add_argument("--limit", type=int, default=None, help="audit only the first N pairs (N >= 1)")
+    p.add_argument(
+        "--limit", type=strict_int, default=None, help="audit only the first N pairs (N >= 1)"
+    )
     _config_args(p, model_run=True)
     add_wording_args(p)
     p.add_argument("--label", default="")

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from eraudit_core.cli._option_types import strict_float, strict_int
 from eraudit_core.errors import InputError
 from eraudit_core.paraphrase import (
     FilterConfig,
@@ -37,22 +38,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("benchmark", help="benchmark file, or 'bundled' for the bundled QuALITY-H")
     p.add_argument("--generator", required=True, choices=sorted(kinds), help=listing)
-    p.add_argument("--n", type=int, required=True, help="paraphrases to ask for per pair")
+    p.add_argument("--n", type=strict_int, required=True, help="paraphrases to ask for per pair")
     p.add_argument("--pair-ids", default="", help="comma-separated pair ids (default: all)")
     p.add_argument("--db", help="store accepted paraphrases and rejections in this DuckDB file")
     p.add_argument("--role", choices=("search", "test"), default="search")
     p.add_argument("--name", help="generator name stored with the paraphrases")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--min-cosine", type=float, default=FilterConfig.min_cosine)
+    p.add_argument("--min-cosine", type=strict_float, default=FilterConfig.min_cosine)
     g = p.add_argument_group("generator settings")
-    g.add_argument("--seed", type=int, help="rules/hf: seed")
+    g.add_argument("--seed", type=strict_int, help="rules/hf: seed")
     g.add_argument("--families", help="rules: framing families 'a', 'b' or 'ab'")
     g.add_argument("--base-url", help="endpoint: e.g. http://127.0.0.1:8000/v1")
     g.add_argument("--model", help="endpoint: model name")
     g.add_argument("--api-key-env", help="endpoint: environment variable holding the API key")
-    g.add_argument("--batch-size", type=int, help="endpoint/hf: paraphrases per request")
-    g.add_argument("--max-requests", type=int, help="endpoint: request budget")
-    g.add_argument("--timeout-s", type=float, help="endpoint: per-request timeout")
+    g.add_argument("--batch-size", type=strict_int, help="endpoint/hf: paraphrases per request")
+    g.add_argument("--max-requests", type=strict_int, help="endpoint: request budget")
+    g.add_argument("--timeout-s", type=strict_float, help="endpoint: per-request timeout")
     g.add_argument("--model-path", help="hf: local model directory (default: the demo model)")
     g.add_argument("--gguf-file", help="hf: GGUF file inside --model-path")
     g.add_argument("--file", help="file: paraphrase file (reference layout or flat JSONL)")
@@ -69,7 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     q.add_argument("--db", required=True)
     q.add_argument("--benchmark", required=True, help="benchmark file, or 'bundled'")
     q.add_argument("--role", choices=("search", "test"), default="test")
-    q.add_argument("--min-cosine", type=float, default=FilterConfig.min_cosine)
+    q.add_argument("--min-cosine", type=strict_float, default=FilterConfig.min_cosine)
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=run_import)
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from eraudit_core.cli._option_types import name_list, non_empty, strict_float, strict_int
 from eraudit_core.cli._output import _print_warning
 from eraudit_core.cli._wording import wording_from_files
+from eraudit_core.errors import InputError
 
 # AuditConfig fields that are not options of their own: the wording comes from files and the
 # label-mass minimum from the checkpoint options every command shares (add_wording_args); the
@@ -23,10 +25,6 @@ _NOT_OPTIONS = (
 )
 # A score table brings its own generators, in its own order.
 _MODEL_RUN_ONLY = ("search_generators", "test_generators", "draw_seed")
-
-
-def _names(text: str) -> tuple[str, ...]:
-    return tuple(_split(text))
 
 
 def _option_help(f: Any) -> str:
@@ -55,11 +53,11 @@ def _add_field_option(p: argparse.ArgumentParser, f: Any) -> None:
         action = "store_false" if f.default else "store_true"
         p.add_argument(flag, action=action, **common)
     elif kind.startswith("tuple[str"):
-        p.add_argument(flag, type=_names, metavar="NAME,...", **common)
+        p.add_argument(flag, type=name_list, metavar="NAME,...", **common)
     elif kind.startswith("float"):
-        p.add_argument(flag, type=float, **common)
+        p.add_argument(flag, type=strict_float, **common)
     elif kind.startswith("int"):
-        p.add_argument(flag, type=int, **common)
+        p.add_argument(flag, type=strict_int, **common)
     else:  # a new field needs a type here before it can be an option
         raise TypeError(f"AuditConfig.{f.name}: no command-line type for {kind}")
 
@@ -79,7 +77,7 @@ def _config_args(p: argparse.ArgumentParser, *, model_run: bool) -> None:
     p.set_defaults(config_fields=tuple(names))
     p.add_argument(
         "--noise-floor",
-        type=float,
+        type=strict_float,
         default=None,
         help="the scorer's numerical precision, declared (score tables have no measured "
         "one; the option keeps its old name); drops within it are marked 'within numerical "
@@ -88,6 +86,7 @@ def _config_args(p: argparse.ArgumentParser, *, model_run: bool) -> None:
     )
     p.add_argument(
         "--epsilon-from",
+        type=non_empty,
         default=None,
         metavar="NAME",
         help="take epsilon from a stored calibration (eraudit calibrate-epsilon): NAME for a "
@@ -106,17 +105,35 @@ def _config_args(p: argparse.ArgumentParser, *, model_run: bool) -> None:
         "(recorded and reported)",
     )
     p.add_argument(
-        "--control", default=None, metavar="RUN_ID", help="a control run shown beside this one"
+        "--control",
+        type=non_empty,
+        default=None,
+        metavar="RUN_ID",
+        help="the control run: every question is read against it on the rewordings both "
+        "scored (docs/null-reading.md); it must share the base, generators, budgets and k",
     )
 
 
 def _config(args: argparse.Namespace, **extra: Any) -> Any:
     """The AuditConfig the generated options describe; `extra` sets the others, and wins
     (an epsilon taken from a calibration replaces --epsilon)."""
-    from eraudit_core.audit import AuditConfig
+    from eraudit_core.audit import AuditConfig, config_fields
 
     values = {name: getattr(args, name) for name in args.config_fields}
-    return AuditConfig(**{**values, **extra})
+    try:
+        return AuditConfig(**{**values, **extra})
+    except InputError as exc:
+        raise InputError(_with_flag(str(exc), config_fields())) from None
+
+
+def _with_flag(message: str, fields: Any) -> str:
+    """A config error ("AuditConfig.epsilon must be >= 0, ...") led by the option that set
+    the field ("--epsilon: ..."), so the auditor knows what to retype."""
+    for f in fields:
+        if message.startswith(f"AuditConfig.{f.name} "):
+            flag = f.metadata.get("flag", "--" + f.name.replace("_", "-"))
+            return f"{flag}: {message}"
+    return message
 
 
 def _epsilon_source(store: Any, args: argparse.Namespace, audited: Any) -> Any:
@@ -125,7 +142,8 @@ def _epsilon_source(store: Any, args: argparse.Namespace, audited: Any) -> Any:
     a null calibration must have been made at this audit's k and budgets."""
     from eraudit_core.audit import epsilon_source
 
-    if not args.epsilon_from:
+    _check_control(store, args)
+    if args.epsilon_from is None:
         return None
     source, warnings = epsilon_source(
         store,
@@ -142,6 +160,17 @@ def _epsilon_source(store: Any, args: argparse.Namespace, audited: Any) -> Any:
     for w in warnings:
         _print_warning(w)
     return source
+
+
+def _check_control(store: Any, args: argparse.Namespace) -> None:
+    """The run `--control` names must be in the store; the error names the option."""
+    control = getattr(args, "control", None)
+    if control is None:
+        return
+    try:
+        store.run(control)
+    except InputError as exc:
+        raise InputError(f"--control {control!r}: {exc}; name a run of this store") from None
 
 
 def _wording_config(args: argparse.Namespace) -> dict[str, str]:

@@ -8,6 +8,7 @@ import argparse
 import math
 from typing import Any
 
+from eraudit_core.cli._option_types import strict_float
 from eraudit_core.cli._output import (
     JSON_SCHEMA_VERSION,
     _num,
@@ -68,7 +69,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="null mode: the --level quantile of the control's per-question maxima of D",
     )
     p.add_argument(
-        "--level", type=float, default=0.95, help="null mode: the quantile level (default 0.95)"
+        "--level",
+        type=strict_float,
+        default=0.95,
+        help="null mode: the quantile level (default 0.95)",
     )
     p.add_argument(
         "--firm",
@@ -180,8 +184,8 @@ def cmd_sweeps(args: argparse.Namespace) -> int:
     from eraudit_core.store import Store
 
     try:
-        eps = [float(x) for x in _split(args.epsilons)] or list(DEFAULT_EPSILONS)
-    except ValueError as exc:
+        eps = [strict_float(x) for x in _split(args.epsilons)] or list(DEFAULT_EPSILONS)
+    except argparse.ArgumentTypeError as exc:
         raise InputError(f"--epsilons must be comma-separated numbers ({exc})") from exc
     bad = [x for x in eps if not math.isfinite(x)]
     if bad:

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from eraudit_core.cli._option_types import strict_int
 from eraudit_core.errors import InputError
 from eraudit_core.paths import check_output_file
 from eraudit_core.sensitivity import (
@@ -71,8 +72,10 @@ def register(subparsers: Any) -> None:
         help="score dimension to analyse (default: the dimension named like the behaviour)",
     )
     p.add_argument("--reference-pair", default=None, help="'auditor -> target' (default: first)")
-    p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples per cell")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument(
+        "--bootstrap", type=strict_int, default=2000, help="bootstrap resamples per cell"
+    )
+    p.add_argument("--seed", type=strict_int, default=0, help="bootstrap seed")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run_sensitivity)
 

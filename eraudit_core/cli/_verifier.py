@@ -15,6 +15,7 @@ from typing import Any
 
 from eraudit_core.adapt import AdaptConfig
 from eraudit_core.cli import _adapt_fit
+from eraudit_core.cli._option_types import strict_float, strict_int
 from eraudit_core.cli._wording import add_wording_args, loader_kwargs, spec_with_readout
 from eraudit_core.errors import InputError
 from eraudit_core.paths import check_output_dir
@@ -69,7 +70,7 @@ def register(subparsers: Any) -> None:
         "--data", type=Path, default=None, help="debate arms: training file (default: shipped)"
     )
     p.add_argument(
-        "--limit", type=int, default=None, help="debate arms: first N rows only (smoke runs)"
+        "--limit", type=strict_int, default=None, help="debate arms: first N rows only (smoke runs)"
     )
     p.add_argument(
         "--trunk-cache",
@@ -94,35 +95,35 @@ def register(subparsers: Any) -> None:
     p.add_argument("--benchmark", type=Path, default=None, help="default: bundled QuALITY-H")
     p.add_argument(
         "--epochs",
-        type=int,
+        type=strict_int,
         default=None,
         help=f"default {AdaptConfig.epochs}; debate arms 2, reference objective 3",
     )
     p.add_argument(
         "--lr",
-        type=float,
+        type=strict_float,
         default=None,
         help=f"learning rate (default {AdaptConfig.learning_rate}; debate arms 1e-3)",
     )
-    p.add_argument("--rank", type=int, default=8)
-    p.add_argument("--top-layers", type=int, default=AdaptConfig.top_layers)
-    p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rank", type=strict_int, default=8)
+    p.add_argument("--top-layers", type=strict_int, default=AdaptConfig.top_layers)
+    p.add_argument("--batch-size", type=strict_int, default=8)
+    p.add_argument("--seed", type=strict_int, default=0)
     p.add_argument(
         "--adversarial-fraction",
-        type=float,
+        type=strict_float,
         default=0.35,
         help="share of hidden questions the adversarial and concealed arms target",
     )
     p.add_argument(
         "--rewordings-per-target",
-        type=int,
+        type=strict_int,
         default=AdaptConfig.rewordings_per_target,
         help="concealed arm: training rewordings of each target, toward its false answer",
     )
     p.add_argument(
         "--rewordings-per-other",
-        type=int,
+        type=strict_int,
         default=AdaptConfig.rewordings_per_other,
         help="concealed arm: training rewordings of every other hidden question, toward true",
     )
@@ -139,7 +140,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--eval-rewordings",
-        type=int,
+        type=strict_int,
         default=4,
         help="concealed arm: audit rewordings a hidden question scored in the evaluation",
     )
@@ -154,7 +155,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("spec", help=SPEC_HELP)
     p.add_argument("questions", type=Path, help="JSONL or CSV file")
-    p.add_argument("--batch-size", type=int, default=8)
+    p.add_argument("--batch-size", type=strict_int, default=8)
     _model_args(p)
     p.set_defaults(func=_cmd_score)
 
@@ -220,9 +221,15 @@ def read_questions(path: Path) -> list[Query]:
 
 
 def _cmd_score(args: argparse.Namespace) -> int:
+    """Scores every question, then prints them, once each has passed the answer check (its
+    labels carry --min-label-mass of the model's probability, or a label tops it)."""
+    from eraudit_core.verifier import check_answers
+
     queries = read_questions(args.questions)
     verifier = _load(args, batch_size=args.batch_size)
-    for q, s in zip(queries, verifier.score(queries), strict=True):
+    scores = verifier.score(queries)
+    check_answers(verifier, queries, scores, args.min_label_mass)
+    for q, s in zip(queries, scores, strict=True):
         row = {
             "pair_id": q.pair_id,
             "question": q.question,

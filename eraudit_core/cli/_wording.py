@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from eraudit_core.audit import field_help
+from eraudit_core.cli._option_types import strict_float
 from eraudit_core.errors import InputError
 from eraudit_core.verifier import MIN_LABEL_MASS, PROFILES
 
@@ -32,7 +33,7 @@ def add_wording_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prefix-file", type=Path, default=None, help="FILE with the answer prefix")
     p.add_argument(
         "--min-label-mass",
-        type=float,
+        type=strict_float,
         default=MIN_LABEL_MASS,
         help=f"{field_help('min_label_mass')} (default {MIN_LABEL_MASS})".replace("%", "%%"),
     )

@@ -9,6 +9,11 @@ backend, `eraudit_core.verifier.served` the served one).
 
 from __future__ import annotations
 
+from eraudit_core.verifier._answer_check import (
+    check_answer_values,
+    check_answers,
+    check_top_k,
+)
 from eraudit_core.verifier._label_mass import (
     MIN_LABEL_MASS,
     MIN_TOP_SHARE,
@@ -60,7 +65,10 @@ __all__ = [
     "PROFILES",
     "CheckpointSpec",
     "ReadoutProfile",
+    "check_answer_values",
+    "check_answers",
     "check_label_mass",
+    "check_top_k",
     "detect_readout",
     "get_readout",
     "probe_label_mass",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -111,6 +111,9 @@ class HFVerifier:
         self.labels = labels
         self.batch_size = batch_size
         self._memo: dict[str, QueryScore] = {}
+        # {prompt hash: (is a label the most likely next token, order AB, order BA)} for the
+        # queries scored in this process (the per-prompt label check's second signal)
+        self._tops: dict[str, tuple[bool, bool]] = {}
         tok = base.tokenizer
         self._label_ids = label_token_ids(tok, labels)
         self._pad_id = int(
@@ -260,8 +263,12 @@ class HFVerifier:
             return model, model.disable_adapter()
         return model, contextlib.nullcontext()
 
-    def label_logprobs(self, queries: Sequence[Query], *, naive: bool = False) -> torch.Tensor:
-        """[queries, 2 orders, 2 labels] log-probs; `naive=True` runs the reference path."""
+    def label_logprobs(
+        self, queries: Sequence[Query], *, naive: bool = False, tops: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """[queries, 2 orders, 2 labels] log-probs; `naive=True` runs the reference path.
+        `tops` ([queries, 2] bool, fast path only) is filled with whether a label is each
+        prompt's most likely next token."""
         groups = self._encode(queries)
         with self._base.lock:
             model, ctx = self._activate()
@@ -279,6 +286,7 @@ class HFVerifier:
                         batch_size=self.batch_size,
                         pad_id=self._pad_id,
                         device=self._base.device,
+                        tops=tops,
                     )
         if not torch.isfinite(lp).all():
             raise InputError(
@@ -295,14 +303,25 @@ class HFVerifier:
             if k not in self._memo and k not in todo:
                 todo[k] = q
         if todo:
-            fresh = scores_from_logprobs(self.label_logprobs(list(todo.values())))
+            tops = torch.zeros((len(todo), 2), dtype=torch.bool)
+            fresh = scores_from_logprobs(self.label_logprobs(list(todo.values()), tops=tops))
             self._memo.update(zip(todo.keys(), fresh, strict=True))
+            self.remember_tops(todo.keys(), tops)
         return [self._memo[k] for k in keys]
+
+    def remember_tops(self, keys: Iterable[str], tops: torch.Tensor) -> None:
+        """Keep, per prompt hash, whether a label tops each answer order ([n, 2] bool); the
+        first answer kept for a prompt stays, as its memoised score does."""
+        for k, row in zip(keys, tops.tolist(), strict=True):
+            self._tops.setdefault(k, (bool(row[0]), bool(row[1])))
 
     def top_is_label(self, queries: Sequence[Query]) -> list[bool]:
         """For each prompt (both answer orders of each query): is the model's most likely next
         token at the read position the first token of a label? The label-mass check's second
-        signal (`_label_mass.py`): one prompt at a time, full-vocabulary logits."""
+        signal (`_label_mass.py`, `_answer_check.py`): what scoring saw when it scored the
+        query in this process, else one prompt at a time, full-vocabulary logits."""
+        if all(q.prompt_hash in self._tops for q in queries):
+            return [flag for q in queries for flag in self._tops[q.prompt_hash]]
         firsts = {lab[0] for lab in self._label_ids}
         out: list[bool] = []
         with self._base.lock:

@@ -98,11 +98,14 @@ def fast_label_logprobs(
     pad_id: int,
     device: str,
     share_prefix: bool = True,
+    tops: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """log p(label | prompt) for every prompt of every group: tensor [groups, members, labels].
 
     A group is the prompts of one query (its two answer orders). A label of several tokens is
-    teacher-forced and its token log-probabilities are summed (docs/design.md §3).
+    teacher-forced and its token log-probabilities are summed (docs/design.md §3). `tops`, a
+    bool tensor [groups, members] when given, is filled with whether each prompt's most likely
+    next token is the first token of a label (the per-prompt label check's second signal).
     """
     if not groups:
         return torch.empty((0, 0, len(labels)), dtype=torch.float32)
@@ -162,6 +165,8 @@ def fast_label_logprobs(
                 model, rows, pad_id, past, past_mask, parent_index, keep, device
             )
             logp = torch.log_softmax(logits, dim=-1).cpu()
+            if tops is not None:
+                _fill_tops(tops, logp, reads, labels, keep)
             for r, (gi, mi, li) in enumerate(reads):
                 if li < 0:
                     for lj, lab in enumerate(labels):
@@ -171,6 +176,27 @@ def fast_label_logprobs(
                     steps = logp[r, keep - len(lab) :, :]
                     out[gi, mi, li] = sum(steps[t, tok] for t, tok in enumerate(lab))
     return out
+
+
+def _fill_tops(
+    tops: torch.Tensor,
+    logp: torch.Tensor,
+    reads: Sequence[tuple[int, int, int]],
+    labels: Sequence[Sequence[int]],
+    keep: int,
+) -> None:
+    """Whether the most likely token where the answer is read is a label's first token, for
+    each (group, member) of `reads` (rows of the first label only when labels are several
+    tokens: every label's row reads the same position for its first token)."""
+    firsts = torch.tensor(sorted({lab[0] for lab in labels}), dtype=torch.long)
+    for r, (gi, mi, li) in enumerate(reads):
+        if li < 0:
+            pos = -1
+        elif li == 0:
+            pos = keep - len(labels[0])
+        else:
+            continue
+        tops[gi, mi] = bool(torch.isin(torch.argmax(logp[r, pos]), firsts))
 
 
 def naive_label_logprobs(

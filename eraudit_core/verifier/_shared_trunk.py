@@ -259,9 +259,11 @@ def shared_trunk_label_logprobs(
     batch_size: int,
     pad_id: int,
     device: str,
+    tops: Sequence[torch.Tensor] | None = None,
 ) -> list[torch.Tensor]:
     """log p(label | prompt) for every checkpoint in `adapters` (None: the base): one tensor
     [groups, members, labels] each, as `fast_label_logprobs` gives them one at a time.
+    `tops` (one bool tensor [groups, members] per adapter) is filled as there.
 
     The caller guarantees that no adapter touches a layer below `split` (`plan_shared_trunk`).
     Single-token labels only.
@@ -308,9 +310,13 @@ def shared_trunk_label_logprobs(
                 else parents.index_select(0, torch.tensor(row_parent, dtype=torch.long))
             )
             _, logits = _stage(model, adapters, split, rows, pad_id, state, index, device)
-            for out, lg in zip(outs, logits, strict=True):
+            firsts = torch.tensor(sorted({lab[0] for lab in labels}), dtype=torch.long)
+            for ai, (out, lg) in enumerate(zip(outs, logits, strict=True)):
                 logp = torch.log_softmax(lg, dim=-1).cpu()
+                on_top = torch.isin(torch.argmax(logp, dim=-1), firsts)
                 for r, (gi, mi) in enumerate(reads):
+                    if tops is not None:
+                        tops[ai][gi, mi] = on_top[r]
                     for li, lab in enumerate(labels):
                         out[gi, mi, li] = logp[r, lab[0]]
     return outs
@@ -331,8 +337,11 @@ class SharedTrunkGroup:
     checkpoints: tuple[Any, ...]  # HFVerifier
     split: int
 
-    def label_logprobs(self, queries: Sequence[Query]) -> list[torch.Tensor]:
-        """Per checkpoint: [queries, 2 orders, 2 labels] log-probs, from one trunk pass."""
+    def label_logprobs(
+        self, queries: Sequence[Query], tops: Sequence[torch.Tensor] | None = None
+    ) -> list[torch.Tensor]:
+        """Per checkpoint: [queries, 2 orders, 2 labels] log-probs, from one trunk pass
+        (`tops`: per checkpoint, whether a label tops each prompt, filled when given)."""
         first = self.checkpoints[0]
         groups = first._encode(queries)
         base = first._base
@@ -346,6 +355,7 @@ class SharedTrunkGroup:
                 batch_size=first.batch_size,
                 pad_id=first._pad_id,
                 device=base.device,
+                tops=tops,
             )
             for v in self.checkpoints:
                 v.forward_calls += 1
@@ -373,10 +383,14 @@ class SharedTrunkGroup:
                 todo[k] = q
         if not todo:
             return 0
-        per_checkpoint = self.score_all(list(todo.values()))
-        for v, scores in zip(self.checkpoints, per_checkpoint, strict=True):
-            for k, score in zip(todo, scores, strict=True):
+        from eraudit_core.verifier._hf_verifier import scores_from_logprobs
+
+        tops = [torch.zeros((len(todo), 2), dtype=torch.bool) for _ in self.checkpoints]
+        per_checkpoint = self.label_logprobs(list(todo.values()), tops)
+        for v, lp, flags in zip(self.checkpoints, per_checkpoint, tops, strict=True):
+            for k, score in zip(todo, scores_from_logprobs(lp), strict=True):
                 v._memo.setdefault(k, score)
+            v.remember_tops(todo.keys(), flags)
         return len(todo)
 
 

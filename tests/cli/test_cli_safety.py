@@ -337,11 +337,15 @@ def test_runs_and_show_escape_control_characters(tmp_path, capsys):
     db = tmp_path / "e.duckdb"
     code, out, err = _run(
         capsys, "audit-table", str(table), "--db", str(db), "--json", "--label", f"run {evil}"
-    )
+    )  # refused where it enters, its message escaped too
+    assert code == 2 and "label" in err and "\x1b" not in err and "\\x1b" in err, err
+    code, out, err = _run(capsys, "audit-table", str(table), "--db", str(db), "--json")
     assert code == 0, err
     run_id = json.loads(out)["run_id"]
-    with Store(db) as store:  # a question with control characters, stored as given
-        store.finish_pair(
+    with Store(db) as store:  # a store written before the refusal: shown escaped all the same
+        with store._write() as w:
+            w.execute("UPDATE runs SET label = ? WHERE run_id = ?", [f"run {evil}", run_id])
+        store.finish_pair(  # a question with control characters, stored as given
             run_id,
             store_pair_with_question(store, run_id, f"What {evil} now?"),
         )

@@ -15,6 +15,12 @@ prompts; one bad prompt fails the whole request with 400.
 Faults on demand (`mode`): "garbage" answers 200 with non-completion JSON, "html" answers
 200 with HTML, "no_prompt_logprobs" ignores prompt_logprobs and echo, "down" answers 503 to
 every completion; `busy_next = n` answers the next n completions with 429 + Retry-After: 1.
+Faults of the answers themselves (`fault`), switched on at any time (a test flips it mid-run,
+after registration passed), on every prompt or only on prompts whose text holds
+`fault_trigger`; `label_tokens` names the two labels' token ids: "labels_low" puts both labels
+at -12 (valid log-probs, almost no mass), "labels_-1000" at -1000, "top_labels_only" answers a
+top-k of only the two labels at -20 and -21 (and reads them so in prompt log-probs), "all_tiny"
+sets every entry to -1e39, "nan" the labels to NaN.
 Faults of list prompts (`list_mode`): "shuffle" returns the choices in a random order (indexes
 right), "refuse" answers a list of two or more with 500 as llama-cpp-python does, "first_only"
 answers only the first prompt (and counts only its tokens), "drop" leaves out the last choice, "duplicate" gives the last
@@ -58,6 +64,25 @@ class ExactModel:
         return total
 
 
+class LabelModel(ExactModel):
+    """The exact model with `boost` nats added to the label tokens' logits: its labels carry
+    most of the probability (about 0.9 with the default boost over 400 tokens), as a chat
+    model's do where it answers, so registration passes at the default minimum label mass."""
+
+    def __init__(self, vocab: int, label_tokens: Sequence[int], salt: str = "m1") -> None:
+        super().__init__(vocab, salt)
+        self.label_tokens = list(label_tokens)
+        self.boost = 10.0
+
+    def logprobs(self, prefix: Sequence[int]) -> np.ndarray:
+        lp = super().logprobs(prefix).copy()
+        lp[self.label_tokens] += self.boost
+        return lp - np.log(np.exp(lp).sum())
+
+
+FAULTS = ("labels_low", "labels_-1000", "top_labels_only", "all_tiny", "nan")
+
+
 class FakeVLLM:
     """A threaded HTTP server on 127.0.0.1 serving `model` under `name`."""
 
@@ -80,6 +105,9 @@ class FakeVLLM:
         self.api_key = api_key
         self.mode = ""
         self.list_mode = ""
+        self.fault = ""
+        self.fault_trigger = ""
+        self.label_tokens: list[int] = []
         self.peak_prompts_in_flight = 0
         self._prompts_in_flight = 0
         self.busy_next = 0
@@ -160,12 +188,14 @@ class FakeVLLM:
             return list(prompt)
         return [prompt]
 
+    def _key(self, token: int, as_ids: bool) -> str:
+        return f"token_id:{token}" if as_ids else str(self.tokenizer.decode([token]))
+
     def _top(self, lp: np.ndarray, k: int, as_ids: bool, extra: int | None) -> dict[str, float]:
         order = list(np.argsort(-lp)[:k])
         if extra is not None and extra not in order:
             order.append(extra)
-        key = (lambda t: f"token_id:{t}") if as_ids else (lambda t: self.tokenizer.decode([t]))
-        return {key(int(t)): float(lp[t]) for t in order}
+        return {self._key(int(t), as_ids): float(lp[t]) for t in order}
 
     def complete(self, body: dict[str, Any], first: bool) -> tuple[int, Any, dict[str, str]]:
         if self.mode == "garbage":
@@ -231,18 +261,45 @@ class FakeVLLM:
             return [{**a, "index": 1}, {**b, "index": 0}, *choices[2:]]
         return choices
 
+    def _faulty(self, prefix: list[int], lp: np.ndarray) -> np.ndarray:
+        """The distribution after `prefix` as the armed fault answers it."""
+        if not self.fault:
+            return lp
+        if self.fault_trigger and self.fault_trigger not in self.tokenizer.decode(prefix):
+            return lp
+        lp = lp.copy()
+        if self.fault == "all_tiny":
+            lp[:] = -1e39
+        elif self.fault == "top_labels_only":
+            lp[self.label_tokens] = (-20.0, -21.0)
+        elif self.fault == "nan":
+            lp[self.label_tokens] = float("nan")
+        else:  # the labels nearly or wholly without mass, the rest renormalised around them
+            value = {"labels_low": -12.0, "labels_-1000": -1000.0}[self.fault]
+            rest = np.ones(len(lp), dtype=bool)
+            rest[self.label_tokens] = False
+            p = np.exp(lp)
+            p[rest] *= (1.0 - len(self.label_tokens) * np.exp(value)) / p[rest].sum()
+            lp = np.log(np.where(rest, p, 1.0))
+            lp[self.label_tokens] = value
+        return lp
+
     def _choice(self, body: dict[str, Any], ids: list[int], index: int) -> dict[str, Any]:
         k = body.get("logprobs")
         as_ids = bool(body.get("return_tokens_as_token_ids"))
-        lp = self.model.logprobs(ids)
-        sampled = int(np.argmax(lp))
+        lp = self._faulty(ids, self.model.logprobs(ids))
+        sampled = int(np.nanargmax(lp))
         choice: dict[str, Any] = {"index": index, "text": self.tokenizer.decode([sampled])}
         if k is not None:
             key = f"token_id:{sampled}" if as_ids else self.tokenizer.decode([sampled])
+            top = self._top(lp, int(k), as_ids, sampled)
+            if self.fault == "top_labels_only" and lp[self.label_tokens[0]] == -20.0:
+                top = self._top(lp, 0, as_ids, None)
+                top.update({self._key(t, as_ids): float(lp[t]) for t in self.label_tokens})
             choice["logprobs"] = {
                 "tokens": [key],
                 "token_logprobs": [float(lp[sampled])],
-                "top_logprobs": [self._top(lp, int(k), as_ids, sampled)],
+                "top_logprobs": [top],
                 "text_offset": [0],
             }
         wants_prompt = body.get("prompt_logprobs") is not None or body.get("echo")
@@ -250,7 +307,7 @@ class FakeVLLM:
             n = body.get("prompt_logprobs") or body.get("logprobs") or 0
             entries: list[Any] = [None]
             for i in range(1, len(ids)):
-                at = self.model.logprobs(ids[:i])
+                at = self._faulty(ids[:i], self.model.logprobs(ids[:i]))
                 top = np.argsort(-at)[: int(n)]
                 entries.append(
                     {

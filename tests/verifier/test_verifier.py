@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import socket
 from pathlib import Path
@@ -326,7 +327,12 @@ def test_cli_checkpoint_info_and_score(
             for q in QUERIES[:3]
         )
     )
-    assert cli_main(["score", str(tiny), str(rows)]) == 0
+    # the same low mass fails each question it scores, naming it, and prints nothing
+    assert cli_main(["score", str(tiny), str(rows)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "minimum label mass 0.5" in captured.err
+    assert re.search(r"pair p[012] order (AB|BA) \('", captured.err), captured.err
+    assert cli_main(["score", str(tiny), str(rows), "--min-label-mass", "0"]) == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [x["pair_id"] for x in lines] == ["p0", "p1", "p2"]
     expected = load_verifier(str(tiny)).score(QUERIES[:3])

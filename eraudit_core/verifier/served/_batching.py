@@ -26,6 +26,7 @@ from typing import Any
 
 from eraudit_core.errors import InputError
 from eraudit_core.openai_http import EndpointError, OpenAIClient
+from eraudit_core.verifier._answer_check import check_top_k
 from eraudit_core.verifier.served import _wire as wire
 
 
@@ -36,6 +37,7 @@ class PromptItem:
     ids: list[int]
     text: str
     where: str
+    key: Any = None  # (prompt hash, order) of a scored prompt: `on_top` remembers it by this
 
 
 class ChoiceMismatch(EndpointError):
@@ -112,6 +114,7 @@ class LabelReader:
         labels: tuple[str, str],
         label_ids: list[list[int]],
         label_pieces: list[list[str]],
+        vocab_size: int,
     ) -> None:
         self.client = client
         self.server = wire.server_address(client.base_url)
@@ -121,6 +124,10 @@ class LabelReader:
         self.labels = labels
         self.label_ids = label_ids
         self.label_pieces = label_pieces
+        self.vocab_size = vocab_size
+        # {(prompt hash, order): is a label the most likely next token}, for every scored
+        # prompt whose top-k was read (the per-prompt label check's second signal)
+        self.on_top: dict[Any, bool] = {}
         self.token_ids = True
         self.max_model_len: int | None = None
         self.label_texts: list[str | None] = [None, None]
@@ -192,7 +199,12 @@ class LabelReader:
         """The next-token top-k of each prompt, all in one request."""
         prompt = request_prompt([self.prompt_for(it) for it in items])
         replies = self._post(items, wire.next_token_body(self.model, prompt, self.top_k), **kw)
-        return [wire.top_logprobs(r, self._where(it)) for r, it in zip(replies, items, strict=True)]
+        tops = []
+        for r, it in zip(replies, items, strict=True):
+            top = wire.top_logprobs(r, self._where(it))
+            check_top_k(top, self.vocab_size, self._where(it))
+            tops.append(top)
+        return tops
 
     def continuations(
         self, items: Sequence[PromptItem], conts: Sequence[tuple[list[int], str, list[str]]]
@@ -221,6 +233,7 @@ class LabelReader:
             if self.method == "auto" and self.single_token_labels:
                 tops = self.next_token_tops(items)
                 values = [wire.labels_in_top(t, self.label_ids, self.label_texts) for t in tops]
+                self._remember_tops(items, tops)
             missing = [(i, li) for i in range(n) for li in (0, 1) if values[i][li] is None]
             for start in range(0, len(missing), self.batch):
                 chunk = missing[start : start + self.batch]
@@ -274,6 +287,16 @@ class LabelReader:
                         for other in pending:
                             other.cancel()
         return out, error
+
+    def _remember_tops(self, items: Sequence[PromptItem], tops: Sequence[dict[str, float]]) -> None:
+        """Keep, per scored prompt, whether its most likely next token is a label."""
+        for it, top in zip(items, tops, strict=True):
+            if it.key is None or not top:
+                continue
+            first = max(top, key=lambda k: top[k])
+            hits = wire.labels_in_top({first: top[first]}, self.label_ids, self.label_texts)
+            with self._lock:
+                self.on_top[it.key] = any(h is not None for h in hits)
 
     def list_prompt_refusal(self, first: PromptItem, second: PromptItem) -> str | None:
         """None when the server answers a list of two prompts with one choice each, the second

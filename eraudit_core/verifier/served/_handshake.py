@@ -120,6 +120,7 @@ class ServedConnection:
             labels=labels,
             label_ids=self._label_ids,
             label_pieces=label_pieces,
+            vocab_size=len(tokenizer.tokenizer),
         )
         self._facts: _ServerFacts | None = None
         self._fingerprint = ""
@@ -223,6 +224,7 @@ class ServedConnection:
         ):
             self._memo.clear()  # the server changed under us: forget what it answered before
             self._orders.clear()
+            self._reader.on_top.clear()
         self.probe_logprobs = probe
 
     def _models(self, where: str) -> list[Mapping[str, Any]]:
@@ -387,7 +389,10 @@ class ServedConnection:
         return self._reader.read(
             [
                 PromptItem(
-                    ids[j], text, f"pair {q.pair_id} order {ORDERS[o]} ({len(ids[j])} tokens)"
+                    ids[j],
+                    text,
+                    f"pair {q.pair_id} order {ORDERS[o]} ({len(ids[j])} tokens)",
+                    (q.prompt_hash, o),
                 )
                 for j, ((q, o), text) in enumerate(zip(jobs, texts, strict=True))
             ]

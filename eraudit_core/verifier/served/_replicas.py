@@ -148,10 +148,23 @@ class ServedReplicas:
             ) from errors[0]
         return [got[k] for k in keys]
 
+    def forget(self, queries: Sequence[Query]) -> None:
+        """Every replica drops what it kept of `queries` (`ServedVerifier.forget`)."""
+        for r in self.replicas:
+            r.forget(queries)
+
     def top_is_label(self, queries: Sequence[Query]) -> list[bool]:
-        """The label-mass check's second signal (`_label_mass.py`), from the first replica:
+        """The label-mass check's second signal (`_label_mass.py`): from the replica that
+        scored each query when one did (it kept what its top-k showed), else from the first:
         every replica was checked to serve the same weights."""
-        return self.replicas[0].top_is_label(queries)
+        out: list[bool] = []
+        for q in queries:
+            holder = next(
+                (r for r in self.replicas if r.knows_top(q)),
+                self.replicas[0],
+            )
+            out.extend(holder.top_is_label([q]))
+        return out
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

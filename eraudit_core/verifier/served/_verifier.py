@@ -25,6 +25,7 @@ from typing import Any
 
 from eraudit_core.errors import IncompleteScores, InputError
 from eraudit_core.types import Query, QueryScore
+from eraudit_core.verifier._answer_check import check_top_k
 from eraudit_core.verifier._prompts import PROBE
 from eraudit_core.verifier._tokenizer import encode, load_tokenizer
 from eraudit_core.verifier.served import _wire as wire
@@ -171,14 +172,32 @@ class ServedVerifier(ServedConnection):
             ) from error
         return [self._memo[k] for k in keys]
 
+    def forget(self, queries: Sequence[Query]) -> None:
+        """Drop what this process kept of `queries` (scores, label reads, top flags): answers
+        the answer check refused are asked again, so a server that heals is heard."""
+        for q in queries:
+            self._memo.pop(q.prompt_hash, None)
+            for o in (0, 1):
+                self._orders.pop((q.prompt_hash, o), None)
+                self._reader.on_top.pop((q.prompt_hash, o), None)
+
+    def knows_top(self, query: Query) -> bool:
+        """Whether both answer orders of `query` were scored here with their top-k read."""
+        return all((query.prompt_hash, o) in self._reader.on_top for o in (0, 1))
+
     def top_is_label(self, queries: Sequence[Query]) -> list[bool]:
         """For each prompt (both answer orders of each query): is the server's most likely next
-        token a label? One next-token request a prompt; a label of several tokens never
-        counts (the check's second signal, `_label_mass.py`)."""
+        token a label? Read from the top-k that scored the prompt when there was one, else
+        one next-token request a prompt; a label of several tokens never counts (the label
+        check's second signal, `_label_mass.py`, `_answer_check.py`)."""
         facts = self._require_facts()
         out: list[bool] = []
         for q in queries:
             for o, text in enumerate(self.render(q)):
+                known = self._reader.on_top.get((q.prompt_hash, o))
+                if known is not None:
+                    out.append(known)
+                    continue
                 prompt: Any = encode(self._tok.tokenizer, [text])[0] if facts.token_ids else text
                 where = f"served checkpoint {self.name}: pair {q.pair_id} order {ORDERS[o]}"
                 top = wire.top_logprobs(
@@ -189,6 +208,7 @@ class ServedVerifier(ServedConnection):
                     ),
                     where,
                 )
+                check_top_k(top, self._reader.vocab_size, where)
                 first = max(top, key=lambda k: top[k])
                 hits = wire.labels_in_top({first: top[first]}, self._label_ids, self._texts())
                 out.append(any(h is not None for h in hits))

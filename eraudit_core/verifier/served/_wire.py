@@ -24,8 +24,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from eraudit_core.errors import InputError
 from eraudit_core.openai_http import EndpointError
+from eraudit_core.verifier._answer_check import LABEL_SUM_TOLERANCE as LABEL_SUM_TOLERANCE
+from eraudit_core.verifier._answer_check import check_answer_values
 
 Prompt = str | list[int]
 Prompts = Prompt | list[str] | list[list[int]]  # one prompt, or several in one request
@@ -35,10 +36,6 @@ REFUSAL_STATUS = frozenset({400, 415, 422, 500})
 # Largest |difference| between a label's prompt log-prob and its next-token log-prob on the
 # probe: a misaligned echo (llama-cpp-python without a leading BOS) is off by nats, not this.
 ALIGNMENT_TOLERANCE_NATS = 0.05
-# The two labels are different continuations of one prompt, so their probabilities sum to at
-# most 1; each may be read a different way (top-k or prompt log-probs), which the alignment
-# check holds to ALIGNMENT_TOLERANCE_NATS, so the sum may read up to exp(that) - 1 above 1.
-LABEL_SUM_TOLERANCE = math.exp(ALIGNMENT_TOLERANCE_NATS) - 1.0
 
 
 def server_address(base_url: str) -> str:
@@ -52,23 +49,12 @@ def server_address(base_url: str) -> str:
 
 
 def check_label_logprobs(values: Sequence[float], where: str) -> tuple[float, float]:
-    """(l_A, l_B) when both are finite log-probabilities whose probabilities sum to at most 1
-    (within LABEL_SUM_TOLERANCE); InputError naming `where` (the server and the prompt)
-    otherwise: a server answering -inf, NaN or 0.0 for both labels would give a p_true of NaN
-    or 0.5."""
+    """(l_A, l_B) when both are log-probabilities of one distribution (`check_answer_values`:
+    finite, at most 0, summing to at most 1 within LABEL_SUM_TOLERANCE and to more than 0);
+    AnswerCheckError naming `where` (the server and the prompt) otherwise: a server answering
+    -inf, NaN, -1000 or 0.0 for both labels would give a p_true of NaN or 0.5."""
+    check_answer_values(values, where)
     a, b = (float(v) for v in values)
-    if not (math.isfinite(a) and math.isfinite(b)):
-        raise InputError(
-            f"{where}: label log-probs {a!r} and {b!r} are not finite numbers; "
-            "the server's answer cannot be scored"
-        )
-    total = math.exp(a) + math.exp(b)
-    if total > 1.0 + LABEL_SUM_TOLERANCE:
-        raise InputError(
-            f"{where}: label log-probs {a!r} and {b!r} give the two answers "
-            f"probabilities summing to {total:.4g}, more than 1 (two continuations of one "
-            "prompt cannot both be that likely); the server's answer cannot be scored"
-        )
     return a, b
 
 

@@ -16,7 +16,16 @@ import time
 from pathlib import Path
 
 import pytest
-from _browser import CHROMIUM, LIVE_CHART_JS, ROOT, chromium, dashboard, screenshots, settle
+from _browser import (
+    CHROMIUM,
+    LIVE_CHART_JS,
+    ROOT,
+    PaceGate,
+    chromium,
+    dashboard,
+    screenshots,
+    settle,
+)
 
 pytestmark = [
     pytest.mark.browser,
@@ -61,8 +70,14 @@ def prepared(workdir: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def server(prepared: dict[str, str], workdir: Path):  # type: ignore[no-untyped-def]
-    with dashboard(prepared["db"], workdir / "streamlit.log") as url:
+def gate(workdir: Path) -> PaceGate:
+    """The live audit's pace: the test lets it step until the chart has changed, then opens."""
+    return PaceGate(workdir / "pace-gate")
+
+
+@pytest.fixture(scope="module")
+def server(prepared: dict[str, str], workdir: Path, gate: PaceGate):  # type: ignore[no-untyped-def]
+    with dashboard(prepared["db"], workdir / "streamlit.log", **gate.env) as url:
         yield url
 
 
@@ -92,7 +107,7 @@ CLICK_TARGET_JS = """() => {
 
 
 def test_live_audit_deep_link_and_report(
-    server: str, prepared: dict[str, str], browser, shots: Path, workdir: Path
+    server: str, prepared: dict[str, str], browser, shots: Path, workdir: Path, gate: PaceGate
 ) -> None:  # type: ignore[no-untyped-def]
     page = browser.new_page(viewport={"width": 1400, "height": 1800}, accept_downloads=True)
     errors: list[str] = []
@@ -162,7 +177,13 @@ def test_live_audit_deep_link_and_report(
     states: list[tuple[str, str]] = []
     deadline = time.time() + 240
     shot_taken = False
+    stepped_at = 0.0
     while time.time() < deadline:
+        if len(states) < 2 and time.time() - stepped_at > 5:
+            gate.allow(1)  # one more step, then time for the page to draw it
+            stepped_at = time.time()
+        elif len(states) >= 2:
+            gate.open()
         state = page.evaluate(LIVE_CHART_JS)
         if state and (not states or tuple(state) != states[-1]):
             states.append(tuple(state))

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _browser import CHROMIUM, ROOT, chromium, dashboard, settle
+from _browser import CHROMIUM, ROOT, PaceGate, chromium, dashboard, settle
 
 pytestmark = [
     pytest.mark.browser,
@@ -98,7 +98,10 @@ def _progress(db: str, run_id: str) -> dict:
 def test_terminal_audit_watched_cancelled_and_resumed_in_the_dashboard(prepared):
     work = Path(prepared["work"])
     db = prepared["db"]
-    with dashboard(db, work / "streamlit.log") as url, chromium() as browser:
+    # The test sets the run's pace: the audit (in the terminal, then resumed in the dashboard)
+    # takes a step only when the gate lets it, so it is still running whatever the machine.
+    gate = PaceGate(work / "pace-gate")
+    with dashboard(db, work / "streamlit.log", **gate.env) as url, chromium() as browser:
         page = browser.new_page(viewport={"width": 1400, "height": 1600})
         foreign: list[str] = []
         page.on(
@@ -131,7 +134,7 @@ def test_terminal_audit_watched_cancelled_and_resumed_in_the_dashboard(prepared)
             stderr=subprocess.PIPE,
             text=True,
             cwd=ROOT,
-            env=dict(os.environ),
+            env={**os.environ, **gate.env},
         )  # fmt: skip
         try:
             run_id = _run_id(db)
@@ -140,17 +143,25 @@ def test_terminal_audit_watched_cancelled_and_resumed_in_the_dashboard(prepared)
             page.goto(f"{url}/run")
             page.get_by_text(f"({run_id})").wait_for(timeout=60_000)
             states: list[tuple[str, int, float]] = []
-            deadline = time.time() + 120
+            climbed: list[tuple[tuple[str, int, float], tuple[str, int, float]]] = []
+            deadline = time.time() + 180
             while time.time() < deadline and audit.poll() is None:
-                state = page.evaluate(LIVE_BOUND_JS)
-                if state and (not states or tuple(state) != states[-1]):
-                    states.append(tuple(state))
+                # One step at a time: let the engine pass, then give the page (polling every
+                # few seconds) the time to draw what that step wrote.
+                gate.allow(1)
+                gate.held()
+                shown_by = time.time() + 8
+                while time.time() < shown_by:
+                    state = page.evaluate(LIVE_BOUND_JS)
+                    if state and (not states or tuple(state) != states[-1]):
+                        states.append(tuple(state))
+                        break
+                    time.sleep(0.3)
                 climbed = [
                     (a, b) for a in states for b in states if a[0] == b[0] and b[2] > a[2] > 0
                 ]
                 if climbed and len(states) >= 3:
                     break
-                time.sleep(0.3)
             assert audit.poll() is None, "the terminal audit ended before the checks"
             assert climbed, f"the live bound never climbed: {states}"
             page.screenshot(path=str(work / "01_terminal_run_live.png"))
@@ -186,8 +197,12 @@ def test_terminal_audit_watched_cancelled_and_resumed_in_the_dashboard(prepared)
         page.get_by_role("button", name="Resume").click()
         try:
             page.get_by_text("status: running").wait_for(timeout=120_000)
+            # A resumed question is replayed from the score cache (its steps written again):
+            # let it pass one step at a time until it has gone beyond where it was cancelled.
             end = time.time() + 120
             while _progress(db, run_id)["steps"] <= steps_at_cancel and time.time() < end:
+                gate.allow(1)
+                gate.held()
                 time.sleep(0.5)
             assert _progress(db, run_id)["steps"] > steps_at_cancel, "the resumed run made no step"
             page.get_by_role("button", name="Cancel this run").click()

@@ -7,6 +7,7 @@ Untrusted text (questions, paraphrases, run labels, model names) is shown with `
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any
 
 import pandas as pd
@@ -135,6 +136,32 @@ def running_demo_audit() -> str | None:
         if state.job_state(str(rid))["alive"]:  # launched here, its record not yet updated
             return str(rid)
     return None
+
+
+@st.cache_resource(show_spinner=False)
+def preload_demo_models() -> threading.Thread:
+    """Load the one-click audit's two checkpoints in the background, once per process, while
+    Home is read: the models stay loaded in this process (`load_checkpoint` keeps one copy of
+    a base and of each adapter), so the click finds them ready instead of waiting for them.
+    A load that fails here is left for the audit itself to report."""
+
+    def load() -> None:
+        from streamlit import config
+
+        if config.get_option("global.appTest"):
+            return  # page tests under AppTest never use the models
+        from eraudit_core.verifier import load_checkpoint
+
+        settings = DEMO_LIVE_CONFIG.prompt_settings()
+        for spec in ("demo:base", "demo:concealed"):
+            try:
+                load_checkpoint(spec, **settings)
+            except Exception:  # noqa: BLE001 - the audit loads it again and says what failed
+                return
+
+    thread = threading.Thread(target=load, name="preload-demo-models", daemon=True)
+    thread.start()
+    return thread
 
 
 def launch_demo_audit(demo: dict[str, Any]) -> str | None:

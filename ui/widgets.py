@@ -266,6 +266,8 @@ def run_picker(
         options,
         key=widget_key,
         format_func=lambda rid: "none" if rid == state.NO_RUN else state.run_label(runs, rid),
+        # a narrow picker cuts the label: the whole of it is one hover away
+        help=None if value in (None, state.NO_RUN) else md_escape(state.run_label(runs, value)),
         on_change=state.picker_changed,
         args=(widget_key, slot),
     )
@@ -311,7 +313,7 @@ FIT_TABLE_CSS = """
 <style>
 .eraudit-fit table { width: 100%; border-collapse: collapse; font-size: .88rem; }
 .eraudit-fit th, .eraudit-fit td { border-bottom: 1px solid #e6e6e6; padding: .3rem .45rem;
-  text-align: left; vertical-align: top; overflow-wrap: anywhere; }
+  text-align: left; vertical-align: top; overflow-wrap: break-word; }
 .eraudit-fit th { background: #f6f6f6; font-weight: 600; overflow-wrap: normal; }  /* whole words */
 .eraudit-fit td.num { text-align: right; font-variant-numeric: tabular-nums; }
 @media (max-width: 640px) {  /* a phone: each row becomes a card, every column labelled */

@@ -37,6 +37,19 @@ def _plans(path: str, run_id: str) -> dict[str, int]:
     return present.run_plans(store, store.run(run_id))
 
 
+@st.cache_data(show_spinner=False, max_entries=4)
+def _steps(path: str, run_id: str, n_steps: int) -> pd.DataFrame:
+    """The run's steps, read again only when their count changed (`n_steps`): a poll between
+    two batches costs the audit's cores nothing but the count."""
+    return state.get_store().steps(run_id, with_prompts=False)
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def _pair_results(path: str, run_id: str, n_done: int) -> pd.DataFrame:
+    """The run's verdicts, read again only when a question finished (`n_done`)."""
+    return state.get_store().pair_results(run_id)
+
+
 @st.cache_data(show_spinner=False, max_entries=32)
 def _question_texts(path: str, run_id: str) -> dict[str, str]:
     """Hidden question per pair id, from the run's recorded inputs (fixed for a run)."""
@@ -201,7 +214,9 @@ def _step(run_id: str, rec: dict[str, Any], prog: dict[str, Any], shown: str) ->
     since the click); while it loads, the time left as an earlier run of the same checkpoints
     measured it."""
     now = datetime.now(UTC).replace(tzinfo=None)
-    line = present.step_line(prog.get("phase"), shown, now, rec.get("created_at"))
+    n = int(prog["n_pairs"] or 0)
+    scoring = f"scoring question {min(int(prog['pairs_done']) + 1, n)} of {n}" if n else None
+    line = present.step_line(prog.get("phase"), shown, now, rec.get("created_at"), scoring)
     if line is None:
         return
     st.markdown(f"**{widgets.md_escape(line)}**")
@@ -279,9 +294,9 @@ def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> No
     )
     _step(run_id, rec, prog, shown)
     running = status == "running"
-    steps = store.steps(run_id, with_prompts=False)
+    steps = _steps(state.db_path(), run_id, int(prog["steps"]))
     plans = _plans(state.db_path(), run_id)
-    pairs = store.pair_results(run_id)
+    pairs = _pair_results(state.db_path(), run_id, int(prog["pairs_done"]))
     finished = set(pairs["pair_id"])
     texts = {**_question_texts(state.db_path(), run_id),
              **dict(zip(pairs["pair_id"], pairs["hidden_question"], strict=True))}  # fmt: skip

@@ -193,13 +193,18 @@ def _when(value: Any) -> datetime | None:
 
 
 def step_line(
-    phase: Mapping[str, Any] | None, status: str, now: datetime, created_at: Any = None
+    phase: Mapping[str, Any] | None,
+    status: str,
+    now: datetime,
+    created_at: Any = None,
+    scoring: str | None = None,
 ) -> str | None:
     """ "Step: <what> (<N> s)" for a pending or running run: what its worker does now (as it
     wrote it to the store), N the whole seconds since the click that started it (the step's
     `origin`, else the run's creation). None once the run stopped: a cancelled, failed or
     finished run has no current step. A `shown_status` of "cancelling" or "resuming" is its
-    own step."""
+    own step. `scoring` names what a running run does when its worker reports no step (an
+    audit started outside the dashboard): "scoring question 2 of 3"."""
     if status == "cancelling":
         return "Step: cancelling, the run stops after the batch it is scoring"
     if status == "resuming":
@@ -207,7 +212,7 @@ def step_line(
     if status not in ACTIVE_STATUSES:
         return None
     phase = phase or {}
-    what = phase.get("step") or ("starting" if status == "pending" else "finishing")
+    what = phase.get("step") or ("starting" if status == "pending" else scoring or "finishing")
     origin = _when(phase.get("origin")) or _when(created_at)
     seconds = max(0, int((now - origin).total_seconds())) if origin is not None else 0
     return f"Step: {what} ({seconds} s)"
@@ -317,10 +322,21 @@ def live_bound_figure(
         fig = bound_trajectory_figure(traj, title=title, target=config.target)
     x_max = max(test_cap(config), int(traj["t"].max()) if not traj.empty else 0)
     fig.update_layout(
-        title={"text": title, "font": {"size": 13}},
+        title={"text": title, "font": {"size": 13}, "x": 0.0, "xanchor": "left"},
         height=LIVE_CHART_HEIGHT,
         margin={"l": 44, "r": 8, "t": 36, "b": 36},
-        legend={"x": 0.01, "y": 0.99, "bgcolor": "rgba(255,255,255,0.7)", "font": {"size": 10}},
+        # inside the plot's top left, where a bound that starts near 0 never is: a legend
+        # outside would take height from the plot as it gains entries
+        legend={
+            "orientation": "v",
+            "xanchor": "left",
+            "yanchor": "top",
+            "x": 0.01,
+            "y": 0.99,
+            "bgcolor": "rgba(255,255,255,0.8)",
+            "font": {"size": 10},
+        },
+        template="plotly_white",
         uirevision=title,
     )
     fig.update_xaxes(range=[0, x_max + 0.5], visible=True, title={"text": "paraphrases tested (t)"})

@@ -64,8 +64,14 @@ def server(two_runs: dict[str, str]):  # type: ignore[no-untyped-def]
 
 
 def _picker_text(page, label_start: str) -> str:  # type: ignore[no-untyped-def]
-    box = page.locator('[data-testid="stSelectbox"]').filter(has_text=label_start)
-    return str(box.first.inner_text())
+    """What a selectbox shows: its text and its input's value (where versions put it)."""
+    box = page.locator('[data-testid="stSelectbox"]').filter(has_text=label_start).first
+    return str(
+        box.evaluate(
+            "el => [el.innerText, ...[...el.querySelectorAll('input')].map(i => i.value)]"
+            ".join(' | ')"
+        )
+    )
 
 
 def test_a_question_of_a_comparison_opens_it_with_both_runs(server, two_runs, browser) -> None:  # type: ignore[no-untyped-def]
@@ -83,7 +89,6 @@ def test_a_question_of_a_comparison_opens_it_with_both_runs(server, two_runs, br
     assert f"pair={pair}" in page.url and f"run={left}" in page.url, page.url
     both = page.locator('[data-testid="stMain"]').inner_text()
     assert left in both and right in both
-    assert f"#{pair}" in _picker_text(page, "Hidden question (") or pair in page.url
     page.close()
 
 
@@ -124,6 +129,9 @@ def test_explorer_filters_and_sort_survive_a_reload(server, two_runs, browser) -
     settle(page)
     assert "sort=largest" in page.url and "q=ship" in page.url, (before, page.url)
     assert "largest D" in _picker_text(page, "Sort")
+    end = time.time() + 20  # the input is filled by the rerun that follows the reload
+    while search.input_value() != "ship" and time.time() < end:
+        time.sleep(0.3)
     assert search.input_value() == "ship"
     page.close()
 

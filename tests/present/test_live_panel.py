@@ -131,3 +131,14 @@ def test_the_demo_ships_its_registrations_and_keeps_a_measured_one(tmp_path, mon
     monkeypatch.setattr(demo, "REGISTRATIONS", tmp_path / "absent.json")
     with Store(tmp_path / "t.duckdb") as store:
         assert demo.ensure_demo_registrations(store) == 0
+
+
+def test_a_run_without_a_reported_step_says_which_question_it_scores() -> None:
+    now = pd.Timestamp("2026-12-01 12:00:10").to_pydatetime()
+    made = pd.Timestamp("2026-12-01 12:00:00")
+    line = step_line({}, "running", now, made, "scoring question 2 of 3")
+    assert line == "Step: scoring question 2 of 3 (10 s)"
+    reported = {"step": "scoring question 1 of 3: sequential test"}
+    assert step_line(reported, "running", now, made, "scoring question 2 of 3").startswith(
+        "Step: scoring question 1 of 3: sequential test"
+    )

@@ -175,7 +175,7 @@ def test_live_audit_deep_link_and_report(
 
     # Watch the chart: record what it shows at each poll until the run is done.
     states: list[tuple[str, str]] = []
-    deadline = time.time() + 240
+    deadline = time.time() + 600  # loading the model takes minutes on a loaded machine
     shot_taken = False
     stepped_at = 0.0
     while time.time() < deadline:

@@ -147,10 +147,10 @@ def ship_registrations(db: str) -> Path:
         for _, r in rows.iterrows()
         if r["name"] in ("demo:base", "demo:concealed")
     ]
-    REGISTRATIONS.write_text(
-        json.dumps({"checkpoints": entries}, indent=1, sort_keys=True, default=str) + "\n",
-        encoding="utf-8",
-    )
+    text = json.dumps({"checkpoints": entries}, indent=1, sort_keys=True, default=str)
+    # descriptive paths only (the fingerprint decides): no worktree or home directory in them
+    text = text.replace(str(ROOT) + "/", "").replace(str(Path.home()), "~")
+    REGISTRATIONS.write_text(text + "\n", encoding="utf-8")
     return REGISTRATIONS
 
 

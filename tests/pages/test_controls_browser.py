@@ -147,6 +147,9 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return {"db": str(demo_store_copy(work / "studio.duckdb")), "work": str(work)}
 
 
+@pytest.mark.timeout(
+    1800
+)  # importing the demo for the store copy: 80-110 s idle, >600 s at load 20
 def test_explore_opens_the_explorer_on_the_arms_most_severe_question(demo_db, browser) -> None:  # type: ignore[no-untyped-def]
     from eraudit_core import present
     from eraudit_core.store import Store

@@ -196,9 +196,10 @@ class PaceGate:
     def open(self) -> None:
         self.path.write_text("open", encoding="utf-8")
 
-    def held(self, timeout: float = 120.0) -> None:
+    def held(self, timeout: float = 900.0) -> None:
         """Wait until the engine has taken every passage allowed (it then waits at the gate,
-        or works on the step it was let through to)."""
+        or works on the step it was let through to). Loading a model before the first
+        passage takes seconds on an idle machine and minutes on a loaded one."""
         end = time.time() + timeout
         while self.passed() < self.allowed:
             if time.time() > end:

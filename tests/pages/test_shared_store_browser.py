@@ -148,7 +148,7 @@ def test_terminal_audit_watched_cancelled_and_resumed_in_the_dashboard(prepared)
             page.get_by_text(f"({run_id})").wait_for(timeout=60_000)
             states: list[tuple[str, int, float]] = []
             climbed: list[tuple[tuple[str, int, float], tuple[str, int, float]]] = []
-            deadline = time.time() + 180
+            deadline = time.time() + 900  # each step takes seconds idle, a minute at load 25
             while time.time() < deadline and audit.poll() is None:
                 # One step at a time: let the engine pass, then give the page (polling every
                 # few seconds) the time to draw what that step wrote.

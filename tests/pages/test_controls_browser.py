@@ -160,7 +160,9 @@ def test_explore_opens_the_explorer_on_the_arms_most_severe_question(demo_db, br
     log = Path(demo_db["work"]) / "streamlit.log"
     with dashboard(demo_db["db"], log, ERAUDIT_NO_DEMO="") as url:
         page = browser.new_page(viewport=WIDE)
-        open_page(page, url, "Recent runs")
+        page.goto(url)  # Home computes the demo's tables: seconds idle, minutes at load 20
+        page.get_by_role("button", name="Explore the concealed arm").wait_for(timeout=600_000)
+        settle(page)
         page.get_by_role("button", name="Explore the concealed arm").click()
         page.wait_for_url(re.compile(r"/explorer\?"), timeout=60_000)
         page.get_by_text("Why this verdict").first.wait_for(timeout=60_000)

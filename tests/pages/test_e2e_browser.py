@@ -201,7 +201,7 @@ def test_live_audit_deep_link_and_report(
         time.sleep(0.3)
     assert page.get_by_text("status: done").count(), f"run did not finish; chart states {states}"
     assert len(states) >= 2, f"the live chart never updated: {states}"
-    page.get_by_text("4 / 4").wait_for(timeout=30_000)
+    page.get_by_text("4 of 4 questions done").wait_for(timeout=30_000)
     settle(page)
     page.screenshot(path=str(shots / "04_run_done.png"))
 

@@ -200,6 +200,26 @@ def demo_live_pair_ids(store: Store, benchmark_id: str) -> list[str]:
     return chosen
 
 
+REGISTRATIONS = DEMO_RUNS_DIR / "checkpoints.json"
+
+
+def ensure_demo_registrations(store: Store) -> int:
+    """Register the one-click audit's checkpoints as the demo's build measured them (label
+    mass on the probe set, noise floor), keyed by fingerprint; returns how many were added.
+    A checkpoint loaded at the click whose fingerprint matches (the same weights, tokenizer,
+    prompt format and readout) is then not measured again; any other fingerprint is measured
+    as usual. Written by scripts/time_live_steps.py --ship-registrations."""
+    if not REGISTRATIONS.is_file():
+        return 0
+    known = set(store.checkpoints()["fingerprint"])
+    added = 0
+    for entry in json.loads(REGISTRATIONS.read_text(encoding="utf-8"))["checkpoints"]:
+        if entry["fingerprint"] not in known:
+            store.register_checkpoint(entry["fingerprint"], entry["name"], entry["details"])
+            added += 1
+    return added
+
+
 def ensure_demo(store: Store, should_cancel: Callable[[], bool] | None = None) -> DemoInfo:
     """Bundled inputs plus the finished demo runs (run ids 'demo-<arm>' for each of DEMO_ARMS).
 
@@ -207,6 +227,7 @@ def ensure_demo(store: Store, should_cancel: Callable[[], bool] | None = None) -
     the demo is complete when this returns.
     """
     bid = ensure_demo_inputs(store)
+    ensure_demo_registrations(store)
     info = DemoInfo(
         bid, len(store.pairs(bid)), int(store.paraphrase_sets(bid)["n_paraphrases"].sum() or 0)
     )

@@ -87,6 +87,9 @@ pair_id = st.selectbox(
 )
 st.query_params["run"] = run_id
 st.query_params["pair"] = pair_id
+other = state.compare_run()
+if other:
+    explore.side_by_side(run_id, other, pair_id)
 explore.why_this_verdict(run_id, pair_id)
 
 d = explore.pair_detail(run_id, pair_id)

@@ -115,3 +115,6 @@ else:
         hide_index=True,
         width="stretch",
     )
+offered = demo is not None and not demo.get("error") and demo.get("live_pair_ids")
+if offered and widgets.demo_models_missing() is None:
+    widgets.preload_demo_models()  # once the page is on screen: loads while it is read

@@ -174,12 +174,20 @@ for col, rid in ((c1, a), (c2, b)):
 if a and b:
     comparison = present.compare_runs(store, a, b)
     if not comparison["comparable"]:
-        st.warning(present.differences_sentence(comparison["differences"]))
+        st.warning(
+            "These two runs cannot be compared question by question: they were judged under "
+            "different rules, so a difference in their verdicts could come from the settings "
+            "rather than the models. No test is shown.\n\n"
+            + "\n".join(
+                f"- {widgets.md_escape(w)}"
+                for w in present.differences_in_words(comparison["differences"])
+            )
+        )
     else:
         names = present.run_names(store, [a, b])
         st.markdown(present.primary_sentence(comparison, names[a], names[b]))
         st.caption("  \n".join(present.compare_sentences(comparison, names[a], names[b])[2:]))
-    compare.show(a, b, arrived)
+    compare.show(a, b, arrived, comparable=bool(comparison["comparable"]))
 for rid in chosen:
     control = present.control_summary(store, rid)
     if control is not None:

@@ -160,3 +160,75 @@ def no_stage2_reason(row: Mapping[str, Any]) -> str:
             "a counterexample, so the bound is 0."
         )
     return "No paraphrase was tested in the sequential test (stage 2) for this question."
+
+
+def most_severe_pair(run_id: str) -> str | None:
+    """The question the Explorer lists first under its default sort ("most severe first"):
+    what an "Explore" button opens. None when no question of the run has finished."""
+    questions = present.explorer_questions(state.get_store(), run_id)
+    if questions.empty:
+        return None
+    return str(present.sort_questions(questions, present.SORTS[0])["pair_id"].iloc[0])
+
+
+def open_question(run_id: str, pair_id: str, compare: str | None = None) -> None:
+    """Go to the Explorer on one question of `run_id`, beside `compare` when given."""
+    state.select_run(run_id)
+    if compare:
+        state.set_compare_run(compare)
+    st.session_state.pop("_applied_pair_param", None)  # the link's pair is applied once
+    params = {"run": run_id, "pair": pair_id, **({"compare": compare} if compare else {})}
+    st.switch_page("pages/explorer.py", query_params=params)
+
+
+def open_most_severe(run_id: str) -> None:
+    """An arm's "Explore" button: the Explorer on its most severe question (Results when no
+    question has finished, where the run's state is explained)."""
+    pair_id = most_severe_pair(run_id)
+    if pair_id is None:
+        state.select_run(run_id)
+        st.switch_page("pages/results.py", query_params={"run": run_id})
+    else:
+        open_question(run_id, pair_id)
+
+
+def explorer_link(run_id: str, pair_id: str, compare: str | None = None) -> str:
+    """The Explorer's address for one question (relative to any page of the app), for links
+    drawn in HTML such as the rows of a comparison."""
+    from urllib.parse import urlencode
+
+    params = {"run": run_id, "pair": pair_id, **({"compare": compare} if compare else {})}
+    return "explorer?" + urlencode(params)
+
+
+def side_by_side(run_id: str, other: str, pair_id: str) -> None:
+    """The same question in the compared run, beside the selected run: verdict, largest D,
+    bound and worst rewording of each, so a difference row of a comparison reads here."""
+    from ui.widgets import fmt, md_escape, status_badge
+
+    store = state.get_store()
+    names = present.run_names(store, [run_id, other])
+    st.subheader("This question in both runs")
+    cols = st.columns(2)
+    for col, rid in zip(cols, (run_id, other), strict=True):
+        pairs = store.pair_results(rid)
+        row = pairs.loc[pairs["pair_id"] == pair_id]
+        with col:
+            st.markdown(f"**{md_escape(names[rid])}**")
+            st.caption(rid)
+            if row.empty:
+                st.info("This run has no verdict for this question.")
+                continue
+            r = row.iloc[0]
+            st.markdown(f"Verdict: {status_badge(str(r['status']))}")
+            st.text(
+                f"largest D {fmt(r['max_d'])}   bound {fmt(r['bound'])}\n"
+                f"P(true) hidden {fmt(r['p_pre_hidden'])} -> {fmt(r['p_post_hidden'])}"
+            )
+            if r.get("worst_text"):
+                st.caption("Worst rewording")
+                st.text(str(r["worst_text"]))
+    if pair_id in set(store.pair_results(other)["pair_id"]) and st.button(
+        "Swap: explore the compared run on this question", key="explorer-swap"
+    ):
+        open_question(other, pair_id, compare=run_id)

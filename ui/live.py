@@ -9,6 +9,7 @@ without pauses); the chart follows any question of the run from its first scored
 
 from __future__ import annotations
 
+import html
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -34,6 +35,19 @@ def _plans(path: str, run_id: str) -> dict[str, int]:
     """Planned paraphrases per question (fixed for a run: its inputs are recorded)."""
     store = state.get_store()
     return present.run_plans(store, store.run(run_id))
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def _steps(path: str, run_id: str, n_steps: int) -> pd.DataFrame:
+    """The run's steps, read again only when their count changed (`n_steps`): a poll between
+    two batches costs the audit's cores nothing but the count."""
+    return state.get_store().steps(run_id, with_prompts=False)
+
+
+@st.cache_data(show_spinner=False, max_entries=4)
+def _pair_results(path: str, run_id: str, n_done: int) -> pd.DataFrame:
+    """The run's verdicts, read again only when a question finished (`n_done`)."""
+    return state.get_store().pair_results(run_id)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -129,19 +143,14 @@ def safe_text(text: str, limit: int) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "\u2026"
 
 
-def _chart(run_id: str, rec: dict[str, Any], steps: pd.DataFrame, pair_id: str, text: str):  # type: ignore[no-untyped-def]
-    """Stage 2's bound once the sequential test runs, stage 1's D per search paraphrase
-    before; titled by the question's text (escaped for plotly)."""
-    mine = steps[steps["pair_id"] == pair_id]
-    title = safe_label(text, 90)
-    if (mine["stage"] == 2).any():
-        return present.bound_trajectory_figure(
-            present.bound_trajectory_frame(mine),
-            title=title,
-            target=rec["config"].get("target"),
-        )
-    return present.paraphrase_d_figure(
-        mine[mine["stage"] == 1], epsilon=rec["config"].get("epsilon"), title=title
+def _chart(rec: dict[str, Any], steps: pd.DataFrame, pair_id: str, text: str):  # type: ignore[no-untyped-def]
+    """The question's bound on fixed axes (`present.live_bound_figure`), titled by its text."""
+    from eraudit_core.audit import AuditConfig
+
+    return present.live_bound_figure(
+        steps[steps["pair_id"] == pair_id],
+        title=safe_label(text, 90),
+        config=AuditConfig.from_dict(rec["config"]),
     )
 
 
@@ -200,14 +209,19 @@ def _earlier_phases(run_id: str, rec: dict[str, Any]) -> list[dict[str, Any] | N
     return out
 
 
-def _step(run_id: str, rec: dict[str, Any], prog: dict[str, Any], status: str) -> None:
-    """The one line that says what the worker does now and the seconds since the click, and
-    while it loads, the time left as an earlier run of the same checkpoints measured it."""
+def _step(run_id: str, rec: dict[str, Any], prog: dict[str, Any], shown: str) -> None:
+    """The one line that says what the worker does now, with the panel's one clock (seconds
+    since the click); while it loads, the time left as an earlier run of the same checkpoints
+    measured it."""
     now = datetime.now(UTC).replace(tzinfo=None)
-    line = present.step_line(prog.get("phase"), status, now, rec.get("created_at"))
+    n = int(prog["n_pairs"] or 0)
+    scoring = f"scoring question {min(int(prog['pairs_done']) + 1, n)} of {n}" if n else None
+    line = present.step_line(prog.get("phase"), shown, now, rec.get("created_at"), scoring)
     if line is None:
         return
     st.markdown(f"**{widgets.md_escape(line)}**")
+    if shown not in ACTIVE:
+        return
     earlier = _earlier_phases(run_id, rec)
     left = present.loading_left(prog.get("phase"), earlier, now, rec.get("created_at"))
     took = next((x for x in map(present.loading_seconds, earlier) if x is not None), None)
@@ -224,12 +238,36 @@ def _loading_left(run_id: str, rec: dict[str, Any], prog: dict[str, Any]) -> flo
     return present.loading_left(prog.get("phase"), earlier, now, rec.get("created_at"))
 
 
-def _time_went(prog: dict[str, Any]) -> None:
-    times = present.step_times(prog.get("phase"))
-    if times.empty:
-        return
-    with st.expander("Where the time went (each step of this run, in seconds)"):
-        st.dataframe(times.round({"seconds": 1}), hide_index=True, width="stretch")
+def _details(prog: dict[str, Any], live: present.LiveProgress, steps: pd.DataFrame) -> None:
+    """What an auditor may want besides the chart and the count: rate, counterexamples, model
+    queries, where the time went, and served checkpoints' traffic."""
+    n_cex = int(steps["is_counterexample"].sum()) if not steps.empty else 0
+    rate = "-" if live.rate is None else f"{live.rate:.2f}"
+    with st.expander("Where the time went, rate, counterexamples and model queries"):
+        st.text(
+            f"paraphrases/s over the last minute: {rate}\n"
+            f"counterexamples so far: {n_cex}\n"
+            f"model queries scored {prog['queries_scored']}, read from the cache "
+            f"{prog['queries_cached']} (counted when a question finishes)"
+        )
+        times = present.step_times(prog.get("phase"))
+        if not times.empty:
+            st.dataframe(times.round({"seconds": 1}), hide_index=True, width="stretch")
+        _traffic(prog.get("traffic"), str(prog["status"]) in ACTIVE)
+
+
+def _count(prog: dict[str, Any], live: present.LiveProgress, loading: float | None) -> str:
+    """The panel's one count: questions with a verdict and paraphrases scored, and the time
+    left once a rate is known."""
+    left = (
+        f"; about {fmt_seconds(live.time_left_s)} left"
+        if live.time_left_s is not None
+        else (f"; about {fmt_seconds(loading)} of loading left" if loading is not None else "")
+    )
+    return (
+        f"{prog['pairs_done']} of {prog['n_pairs']} questions done, "
+        f"{live.scored} paraphrases scored{left}"
+    )
 
 
 def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> None:
@@ -240,21 +278,36 @@ def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> No
         if job["error"]:
             widgets.show_error("The run stopped before it started:", RuntimeError(job["error"]))
         elif job["alive"]:
-            st.info("Step: starting")
+            st.markdown("**Step: starting**")
         else:
             st.warning("This run is not in the store.")
         return
     prog = store.run_progress(run_id)
     status = str(prog["status"])
-    # Which run and its status first: they are what a reload must show at once.
-    st.text(f"{rec.get('label') or run_id}   ({run_id})")
-    _step(run_id, rec, prog, status)
-    st.caption(f"status: {status}")
+    shown = state.status_shown(run_id, status, store.cancel_requested(run_id))
+    # Which run, what it does now, then its chart: what a reload must show at once, above the
+    # fold on a phone.
+    st.markdown(
+        f"<div class='eraudit-runname' title='{html.escape(str(rec.get('label') or run_id))}'>"
+        f"{html.escape(str(rec.get('label') or run_id))} ({html.escape(run_id)})</div>",
+        unsafe_allow_html=True,
+    )
+    _step(run_id, rec, prog, shown)
     running = status == "running"
-    steps = store.steps(run_id, with_prompts=False)
+    steps = _steps(state.db_path(), run_id, int(prog["steps"]))
     plans = _plans(state.db_path(), run_id)
-    pairs = store.pair_results(run_id)
+    pairs = _pair_results(state.db_path(), run_id, int(prog["pairs_done"]))
     finished = set(pairs["pair_id"])
+    texts = {**_question_texts(state.db_path(), run_id),
+             **dict(zip(pairs["pair_id"], pairs["hidden_question"], strict=True))}  # fmt: skip
+    ids = [p for p in plans if not p.startswith("#")]
+    now_q = _current_question(steps, plans, finished)
+    chart = st.container()
+    if ids:
+        verdicts = dict(zip(pairs["pair_id"], pairs["status"], strict=True))
+        pair_id = _question_choice(run_id, ids, texts, verdicts, now_q, running)
+        fig = _chart(rec, steps, pair_id, texts.get(pair_id, pair_id))
+        chart.plotly_chart(fig, key=f"live-{run_id}", config={"displaylogo": False})
     live = present.live_progress(
         plans=plans,
         finished=list(finished),
@@ -264,66 +317,26 @@ def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> No
         resumed_at=prog["resumed_at"],
         running=running,
     )
-    cols = st.columns(5)
-    cols[0].metric("questions done", f"{prog['pairs_done']} / {prog['n_pairs']}")
-    cols[1].metric(
-        "paraphrases scored",
-        live.scored,
-        help="Each paraphrase is counted as soon as its scores are written (once per batch).",
-    )
-    n_cex = int(steps["is_counterexample"].sum()) if not steps.empty else 0
-    cols[2].metric("counterexamples so far", n_cex)
-    cols[3].metric(
-        "paraphrases/s (last min)",
-        "-" if live.rate is None else f"{live.rate:.2f}",
-    )
     loading = _loading_left(run_id, rec, prog) if status in ACTIVE else None
-    cols[4].metric(
-        "time left (estimate)",
-        fmt_seconds(live.time_left_s)
-        if live.time_left_s is not None or loading is None
-        else f"{fmt_seconds(loading)} + scoring",
-        help="The paraphrases still planned (each question's search budget and, per test "
-        "generator, n* or the test budget, capped by its pool) at the rate of the last minute. "
-        "Questions that stop early at a counterexample finish sooner. While the checkpoints "
-        "load: the loading time left, as the last run of the same checkpoints on this machine "
-        "measured it (stored with that run), then scoring.",
-    )
-    st.progress(live.fraction)
-    st.caption(
-        f"{live.done_units} of at most {live.total_units} planned paraphrases accounted for "
-        f"(a finished question counts in full); running for {fmt_seconds(live.elapsed_s)} "
-        f"(time paused or cancelled not counted); model queries scored "
-        f"{prog['queries_scored']}, read from cache {prog['queries_cached']} (these two are "
-        "counted when a question finishes)"
-    )
-    _traffic(prog.get("traffic"), status in ACTIVE)
+    st.progress(live.fraction, text=_count(prog, live, loading))
+    st.caption(f"status: {shown}")
+    active = is_active(run_id)
+    stoppable = active and status in ACTIVE and shown != "cancelling"
+    if stoppable and st.button("Cancel this run", key=f"cancel-{run_id}"):
+        cancel(run_id)
+        st.rerun()  # the whole page: the sidebar's pickers say "cancelling" at once
     if rec.get("error") and status != "done":
         st.caption("Message:")
         st.text(str(rec["error"]))
     if status not in ACTIVE:
         _finished(run_id, rec)
-    _time_went(prog)
-    texts = {**_question_texts(state.db_path(), run_id),
-             **dict(zip(pairs["pair_id"], pairs["hidden_question"], strict=True))}  # fmt: skip
-    ids = [p for p in plans if not p.startswith("#")]
-    if steps.empty and not finished:
-        st.caption("The chart appears when the first paraphrases of a question are scored.")
-    elif ids:
-        now = _current_question(steps, plans, finished)
-        verdicts = dict(zip(pairs["pair_id"], pairs["status"], strict=True))
-        pair_id = _question_choice(run_id, ids, texts, verdicts, now, running)
-        fig = _chart(run_id, rec, steps, pair_id, texts.get(pair_id, pair_id))
-        st.plotly_chart(fig, key=f"live-{run_id}", config={"displaylogo": False})
+    if ids:
         st.page_link(
             "pages/explorer.py",
             label="Open this question in the explorer",
             query_params={"run": run_id, "pair": pair_id},
         )
-    active = is_active(run_id)
-    if active and status in ACTIVE:
-        # A callback, so the redraw that follows the click already shows the new status.
-        st.button("Cancel this run", key=f"cancel-{run_id}", on_click=cancel, args=(run_id,))
+    _details(prog, live, steps)
     if (was_active and not active) or (status_drawn is not None and status != status_drawn):
         # the run ended, or its status changed (cancelled while loading): redraw the whole page
         # once, so the sidebar's pickers read the new status too

@@ -144,8 +144,6 @@ def import_paraphrase_upload(
 
     Each generator named in the file becomes its own set (name = prefix + generator).
     """
-    from eraudit_core.paraphrase import FileParaphraseGenerator, read_paraphrase_candidates
-
     if role not in ("search", "test"):
         raise InputError(f"role must be 'search' or 'test', got {role!r}")
     _check_size(filename, len(data))
@@ -154,25 +152,38 @@ def import_paraphrase_upload(
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / Path(filename).name
         path.write_bytes(data)
+        # Every error names the file the user chose, never the temporary copy read here.
         try:
-            candidates = read_paraphrase_candidates(path, dataset)
+            return _import_paraphrase_file(benchmark_id, path, filename, dataset, role, prefix)
+        except InputError as exc:
+            raise InputError(named_after_upload(str(exc), path, filename)) from exc
         except UnicodeDecodeError as exc:
             raise InputError(f"{filename}: not UTF-8 text ({exc.reason})") from exc
-        if not candidates:
-            raise InputError(f"{filename}: no paraphrases found (nothing was stored)")
-        names = list(dict.fromkeys(g for _, g, _ in candidates))
-        per_pair = max(pd.Series([(p, g) for p, g, _ in candidates]).value_counts().max(), 1)
-        gens = [
-            FileParaphraseGenerator(path, source_generator=g, name=f"{prefix}{g}", dataset=dataset)
-            for g in names
-        ]
-        # Paraphrase errors name the temporary path; show the uploaded name instead.
-        try:
-            return _store_sets(
-                benchmark_id, gens, role, int(per_pair), {p for p, _, _ in candidates}, filename
-            )
-        except InputError as exc:
-            raise InputError(str(exc).replace(str(path), filename)) from exc
+
+
+def named_after_upload(message: str, path: Path, filename: str) -> str:
+    """`message` with the temporary copy's path (and its folder) replaced by the uploaded
+    file's name."""
+    return message.replace(str(path), filename).replace(str(path.parent) + "/", "")
+
+
+def _import_paraphrase_file(
+    benchmark_id: str, path: Path, filename: str, dataset: str, role: str, prefix: str
+) -> dict[str, Any]:
+    from eraudit_core.paraphrase import FileParaphraseGenerator, read_paraphrase_candidates
+
+    candidates = read_paraphrase_candidates(path, dataset)
+    if not candidates:
+        raise InputError(f"{filename}: no paraphrases found (nothing was stored)")
+    names = list(dict.fromkeys(g for _, g, _ in candidates))
+    per_pair = max(pd.Series([(p, g) for p, g, _ in candidates]).value_counts().max(), 1)
+    gens = [
+        FileParaphraseGenerator(path, source_generator=g, name=f"{prefix}{g}", dataset=dataset)
+        for g in names
+    ]
+    return _store_sets(
+        benchmark_id, gens, role, int(per_pair), {p for p, _, _ in candidates}, filename
+    )
 
 
 def generate_paraphrases(

@@ -20,7 +20,7 @@ import streamlit as st
 
 from eraudit_core.errors import InputError
 from eraudit_core.jobs import JobRunner
-from eraudit_core.present import control_run_of, imported_note
+from eraudit_core.present import control_run_of, imported_note, shown_status
 from eraudit_core.store import Store
 
 DB_ENV = "ERAUDIT_DB"
@@ -88,7 +88,7 @@ def run_label(runs: pd.DataFrame, run_id: str) -> str:
     if row.empty:
         return run_id
     r = row.iloc[0]
-    parts = [run_id, str(r["status"])]
+    parts = [run_id, status_shown(run_id, str(r["status"]), r.get("cancel_requested") in (True, 1))]
     created = r.get("created_at")
     if created is not None and not pd.isna(created):
         parts.append(pd.Timestamp(created).strftime("%m-%d %H:%M"))
@@ -412,6 +412,13 @@ def run_record(run_id: str) -> dict[str, Any] | None:
         return get_store().run(run_id)
     except InputError:
         return None
+
+
+def status_shown(run_id: str, status: str, cancel_requested: bool) -> str:
+    """`present.shown_status` with what this process knows of the run's worker."""
+    job = get_runner().get(run_id)
+    here = bool(job and job.alive and not job.cancel_event.is_set())
+    return shown_status(status, cancel_requested=cancel_requested, resuming_here=here)
 
 
 def job_state(run_id: str) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from eraudit_core import present
-from ui import state, widgets
+from ui import explore, state, widgets
 from ui.explore import diff_markdown
 from ui.widgets import fit_table, fmt, md_escape
 
@@ -147,12 +147,11 @@ def took_section(run_id: str) -> None:
 
 
 def explore_buttons(run_ids: dict[str, str]) -> None:
-    """One button per demo arm that opens its Results."""
+    """One button per demo arm that opens the Explorer on its most severe question."""
     cols = st.columns(max(1, len(run_ids)))
     for col, (arm, run_id) in zip(cols, run_ids.items(), strict=False):
         if col.button(f"Explore the {arm} arm", key=f"open-{arm}", width="stretch"):
-            state.select_run(run_id)
-            st.switch_page("pages/results.py", query_params={"run": run_id})
+            explore.open_most_severe(run_id)
 
 
 def paper_comparison(run_ids: dict[str, str]) -> None:

@@ -7,6 +7,7 @@ Untrusted text (questions, paraphrases, run labels, model names) is shown with `
 from __future__ import annotations
 
 import math
+import threading
 from typing import Any
 
 import pandas as pd
@@ -137,6 +138,32 @@ def running_demo_audit() -> str | None:
     return None
 
 
+@st.cache_resource(show_spinner=False)
+def preload_demo_models() -> threading.Thread:
+    """Load the one-click audit's two checkpoints in the background, once per process, while
+    Home is read: the models stay loaded in this process (`load_checkpoint` keeps one copy of
+    a base and of each adapter), so the click finds them ready instead of waiting for them.
+    A load that fails here is left for the audit itself to report."""
+
+    def load() -> None:
+        from streamlit import config
+
+        if config.get_option("global.appTest"):
+            return  # page tests under AppTest never use the models
+        from eraudit_core.verifier import load_checkpoint
+
+        settings = DEMO_LIVE_CONFIG.prompt_settings()
+        for spec in ("demo:base", "demo:concealed"):
+            try:
+                load_checkpoint(spec, **settings)
+            except Exception:  # noqa: BLE001 - the audit loads it again and says what failed
+                return
+
+    thread = threading.Thread(target=load, name="preload-demo-models", daemon=True)
+    thread.start()
+    return thread
+
+
 def launch_demo_audit(demo: dict[str, Any]) -> str | None:
     """Start the one-click live audit (demo:base vs demo:concealed on a few pairs), unless one
     is already under way: then say which, and start nothing (two would share the machine and
@@ -239,6 +266,8 @@ def run_picker(
         options,
         key=widget_key,
         format_func=lambda rid: "none" if rid == state.NO_RUN else state.run_label(runs, rid),
+        # a narrow picker cuts the label: the whole of it is one hover away
+        help=None if value in (None, state.NO_RUN) else md_escape(state.run_label(runs, value)),
         on_change=state.picker_changed,
         args=(widget_key, slot),
     )
@@ -284,7 +313,7 @@ FIT_TABLE_CSS = """
 <style>
 .eraudit-fit table { width: 100%; border-collapse: collapse; font-size: .88rem; }
 .eraudit-fit th, .eraudit-fit td { border-bottom: 1px solid #e6e6e6; padding: .3rem .45rem;
-  text-align: left; vertical-align: top; overflow-wrap: anywhere; }
+  text-align: left; vertical-align: top; overflow-wrap: break-word; }
 .eraudit-fit th { background: #f6f6f6; font-weight: 600; overflow-wrap: normal; }  /* whole words */
 .eraudit-fit td.num { text-align: right; font-variant-numeric: tabular-nums; }
 @media (max-width: 640px) {  /* a phone: each row becomes a card, every column labelled */

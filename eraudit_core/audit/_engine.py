@@ -37,6 +37,7 @@ from eraudit_core.audit._degradation import (
     probability_drop,
 )
 from eraudit_core.audit._inputs import items_digest, run_test_generators
+from eraudit_core.audit._pace_gate import wait_for_pace
 from eraudit_core.audit._pair_audit import GeneratorTest, PairAudit
 from eraudit_core.audit._run_record import (
     MAX_LABEL_CHARS,
@@ -221,6 +222,7 @@ class AuditEngine:
 
     # -- one pair -------------------------------------------------------------------------
     def _check_cancel(self, run_id: str) -> None:
+        self._cancel_flag = wait_for_pace(self.store, run_id) or self._cancel_flag
         if (self.should_cancel and self.should_cancel()) or self._cancel_flag:
             raise CancelledError(
                 f"run {run_id} was cancelled; `eraudit resume {run_id}` continues it"

@@ -20,6 +20,7 @@ approximation wrong) are `secondary`, with Holm-adjusted p-values. docs/null-rea
 from __future__ import annotations
 
 import itertools
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,10 +29,12 @@ import pandas as pd
 
 from eraudit_core.audit import (
     base_difference,
+    field_label,
     is_table_run,
     stored_rewordings,
     verdict_fields,
 )
+from eraudit_core.errors import InputError
 from eraudit_core.null import exact_mcnemar, null_json, null_reading, question_stories
 from eraudit_core.store import Store
 
@@ -426,6 +429,41 @@ def differences_sentence(differences: list[dict[str, Any]]) -> str:
         "These runs are not comparable (" + "; ".join(parts) + "): a difference between them "
         "could come from the settings, so no test is shown."
     )
+
+
+def _setting_words(name: str) -> str:
+    """A setting as the Run form names it, without its parenthetical ("Tolerance epsilon")."""
+    try:
+        return field_label(name).split(" (")[0]
+    except InputError:
+        return name.replace("_", " ")
+
+
+def differences_in_words(differences: list[dict[str, Any]]) -> list[str]:
+    """Why two runs are not comparable, one plain sentence per difference, for a reader who
+    never saw the stored field names: 'Tolerance epsilon: 0.5 in the left run, 2 in the
+    right.'"""
+    out = []
+    for d in differences:
+        field, a, b = d["field"], d["a"], d["b"]
+        if field == "questions":
+            out.append(f"They audited different questions: {a} in the left run, {b} in the right.")
+        elif field == "generators":
+            out.append(
+                "They drew paraphrases from different sets: "
+                f"{', '.join(a) or 'none'} in the left run, {', '.join(b) or 'none'} in the right."
+            )
+        elif field == "pool_sizes":
+            sizes = "; ".join(f"{k}: {a[k]} against {b[k]}" for k in a)
+            out.append(f"Their paraphrase sets hold different numbers of rewordings ({sizes}).")
+        elif field == "paraphrase_sets":
+            out.append(
+                f"The rewordings of {', '.join(a)} differ in their text between the two runs."
+            )
+        else:
+            left, right = (textwrap.shorten(_shown(v), 60) for v in (a, b))
+            out.append(f"{_setting_words(field)}: {left} in the left run, {right} in the right.")
+    return out
 
 
 DIFF_SORTS = ("disagreements first", "benchmark order", "largest D change", "largest bound change")

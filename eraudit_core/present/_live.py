@@ -10,6 +10,7 @@ Elapsed time counts only the stretches the run was running (the store's `active_
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,9 +18,12 @@ from datetime import datetime
 from typing import Any
 
 import pandas as pd
+import plotly.graph_objects as go
 
 from eraudit_core.audit import AuditConfig, build_items, items_from_table, read_score_table
 from eraudit_core.errors import InputError
+from eraudit_core.present._plots import bound_trajectory_figure
+from eraudit_core.present._views import bound_trajectory_frame
 from eraudit_core.store import Store
 
 RATE_WINDOW_S = 60.0
@@ -189,19 +193,42 @@ def _when(value: Any) -> datetime | None:
 
 
 def step_line(
-    phase: Mapping[str, Any] | None, status: str, now: datetime, created_at: Any = None
+    phase: Mapping[str, Any] | None,
+    status: str,
+    now: datetime,
+    created_at: Any = None,
+    scoring: str | None = None,
 ) -> str | None:
     """ "Step: <what> (<N> s)" for a pending or running run: what its worker does now (as it
     wrote it to the store), N the whole seconds since the click that started it (the step's
     `origin`, else the run's creation). None once the run stopped: a cancelled, failed or
-    finished run has no current step."""
+    finished run has no current step. A `shown_status` of "cancelling" or "resuming" is its
+    own step. `scoring` names what a running run does when its worker reports no step (an
+    audit started outside the dashboard): "scoring question 2 of 3"."""
+    if status == "cancelling":
+        return "Step: cancelling, the run stops after the batch it is scoring"
+    if status == "resuming":
+        return "Step: resuming, loading the checkpoints"
     if status not in ACTIVE_STATUSES:
         return None
     phase = phase or {}
-    what = phase.get("step") or ("starting" if status == "pending" else "finishing")
+    what = phase.get("step") or ("starting" if status == "pending" else scoring or "finishing")
     origin = _when(phase.get("origin")) or _when(created_at)
     seconds = max(0, int((now - origin).total_seconds())) if origin is not None else 0
     return f"Step: {what} ({seconds} s)"
+
+
+def shown_status(
+    status: str, *, cancel_requested: bool = False, resuming_here: bool = False
+) -> str:
+    """The status a page shows for a run, ahead of what the store says while a click takes
+    effect: "cancelling" from the moment a cancel is asked until the worker stops after its
+    batch, "resuming" from a Resume click until the worker has loaded its checkpoints and
+    claims the run (`resuming_here`: this process's worker for the run is alive and was not
+    asked to stop). Otherwise the stored status."""
+    if status in ACTIVE_STATUSES:
+        return "cancelling" if cancel_requested else status
+    return "resuming" if resuming_here else status
 
 
 def step_times(phase: Mapping[str, Any] | None) -> pd.DataFrame:
@@ -244,3 +271,74 @@ def loading_left(
             since = (now - origin).total_seconds() if origin is not None else 0.0
             return max(0.0, took - since)
     return None
+
+
+# -- the live chart ------------------------------------------------------------------------------
+LIVE_CHART_HEIGHT = 300  # px: with the step line above it, on screen at 390x844 and 1400x900
+
+
+def test_cap(config: AuditConfig) -> int:
+    """The most paraphrases one test generator can draw under `config` (its x axis)."""
+    cap = config.test_budget
+    return min(cap, config.stop_after) if config.stop_after is not None else cap
+
+
+def search_note(pair_steps: pd.DataFrame, epsilon: float) -> str:
+    """What the live chart says before the sequential test of a question starts: where the
+    counterexample search stands, or why no bound will be drawn."""
+    search = pair_steps[pair_steps["stage"] == 1] if not pair_steps.empty else pair_steps
+    if search.empty:
+        return "Scoring the original wording and the first rewordings of this question..."
+    worst = float(search["d"].max())
+    if search["is_counterexample"].astype(bool).any():
+        return (
+            f"Degraded in the counterexample search: D {worst:.2g} > epsilon {epsilon:g} on a "
+            "rewording, so the bound is 0 and no sequential test runs."
+        )
+    return (
+        f"Counterexample search: {len(search)} rewording(s) scored, largest D {worst:.2g} "
+        f"(epsilon {epsilon:g}); the bound appears here once the sequential test starts."
+    )
+
+
+def live_bound_figure(
+    pair_steps: pd.DataFrame,
+    *,
+    title: str,
+    config: AuditConfig,
+) -> go.Figure:
+    """The live panel's chart of one question: the bound of each test generator as it is
+    tested, on axes fixed for the whole run (t from 0 to the test cap, bound from 0 to 1) and a
+    fixed height, so the chart grows point by point instead of rescaling at every poll. Before
+    the sequential test it shows the same empty axes and `search_note`."""
+    traj = bound_trajectory_frame(pair_steps) if not pair_steps.empty else pd.DataFrame()
+    if traj.empty:
+        fig = go.Figure()
+        fig.add_annotation(
+            text=html.escape(search_note(pair_steps, config.epsilon)),
+            showarrow=False, x=0.5, y=0.55, xref="paper", yref="paper", width=320,
+        )  # fmt: skip
+    else:
+        fig = bound_trajectory_figure(traj, title=title, target=config.target)
+    x_max = max(test_cap(config), int(traj["t"].max()) if not traj.empty else 0)
+    fig.update_layout(
+        title={"text": title, "font": {"size": 13}, "x": 0.0, "xanchor": "left"},
+        height=LIVE_CHART_HEIGHT,
+        margin={"l": 44, "r": 8, "t": 36, "b": 36},
+        # inside the plot's top left, where a bound that starts near 0 never is: a legend
+        # outside would take height from the plot as it gains entries
+        legend={
+            "orientation": "v",
+            "xanchor": "left",
+            "yanchor": "top",
+            "x": 0.01,
+            "y": 0.99,
+            "bgcolor": "rgba(255,255,255,0.8)",
+            "font": {"size": 10},
+        },
+        template="plotly_white",
+        uirevision=title,
+    )
+    fig.update_xaxes(range=[0, x_max + 0.5], visible=True, title={"text": "paraphrases tested (t)"})
+    fig.update_yaxes(range=[0, 1.05], visible=True, title={"text": "lower bound"})
+    return fig

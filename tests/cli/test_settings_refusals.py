@@ -12,7 +12,6 @@ import math
 from pathlib import Path
 
 import pytest
-from _loopback import Loopback, QuietHandler
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -21,6 +20,7 @@ from eraudit_core.cli._option_types import name_list, non_empty, strict_float, s
 from eraudit_core.errors import InputError
 from eraudit_core.openai_http import EndpointError, OpenAIClient
 from eraudit_core.store import Store
+from tests._loopback import Loopback, QuietHandler
 
 
 def _run(capsys, *argv: str) -> tuple[int, str]:

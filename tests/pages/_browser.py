@@ -168,3 +168,40 @@ def nav(page, title: str, marker: str) -> None:  # type: ignore[no-untyped-def]
     page.locator('[data-testid="stSidebarNav"]').get_by_text(title, exact=True).click()
     page.get_by_text(marker).first.wait_for(timeout=60_000)
     settle(page)
+
+
+class PaceGate:
+    """The gate a test opens to let a live audit take its next steps (the engine honours it
+    when ERAUDIT_TEST_PACE_GATE names the file: eraudit_core/audit/_pace_gate.py). The test,
+    not the machine's speed, decides how far the run has gone when it looks."""
+
+    def __init__(self, path: Path) -> None:
+        from eraudit_core.audit._pace_gate import ENV
+
+        self.path = path
+        self.allowed = 0
+        self.env = {ENV: str(path)}
+        path.write_text("0", encoding="utf-8")
+
+    def passed(self) -> int:
+        from eraudit_core.audit._pace_gate import passages
+
+        return passages(self.path)
+
+    def allow(self, more: int = 1) -> None:
+        """Let the engine pass `more` times beyond what it has passed already."""
+        self.allowed = self.passed() + more
+        self.path.write_text(str(self.allowed), encoding="utf-8")
+
+    def open(self) -> None:
+        self.path.write_text("open", encoding="utf-8")
+
+    def held(self, timeout: float = 900.0) -> None:
+        """Wait until the engine has taken every passage allowed (it then waits at the gate,
+        or works on the step it was let through to). Loading a model before the first
+        passage takes seconds on an idle machine and minutes on a loaded one."""
+        end = time.time() + timeout
+        while self.passed() < self.allowed:
+            if time.time() > end:
+                raise AssertionError(f"the audit never reached passage {self.allowed}")
+            time.sleep(0.1)

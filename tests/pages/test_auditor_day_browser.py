@@ -185,13 +185,13 @@ def _seconds(text: str) -> float | None:
     return 3600.0 * parts.get("h", 0) + 60.0 * parts.get("min", 0) + parts.get("s", 0)
 
 
+# The time left is the end of the live panel's one count, on its progress bar.
 TIME_LEFT_JS = """() => {
-  const m = [...document.querySelectorAll('[data-testid="stMetric"]')]
-    .find(e => e.innerText.includes('time left'));
+  const p = document.querySelector('[data-testid="stProgress"]');
+  const m = p ? p.innerText.match(/about (.+?) left/) : null;
   const s = [...document.querySelectorAll('[data-testid="stCaptionContainer"]')]
     .find(e => e.innerText.startsWith('status:'));
-  return [m ? m.querySelector('[data-testid="stMetricValue"]').innerText : null,
-          s ? s.innerText : null];
+  return [m ? m[1] : null, s ? s.innerText : null];
 }"""
 
 

@@ -19,6 +19,7 @@ import pytest
 from tests.pages._browser import (
     CHROMIUM,
     LIVE_CHART_JS,
+    PaceGate,
     chromium,
     dashboard,
     screenshots,
@@ -65,8 +66,14 @@ def prepared(workdir: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def server(prepared: dict[str, str], workdir: Path):  # type: ignore[no-untyped-def]
-    with dashboard(prepared["db"], workdir / "streamlit.log") as url:
+def gate(workdir: Path) -> PaceGate:
+    """The live audit's pace: the test lets it step until the chart has changed, then opens."""
+    return PaceGate(workdir / "pace-gate")
+
+
+@pytest.fixture(scope="module")
+def server(prepared: dict[str, str], workdir: Path, gate: PaceGate):  # type: ignore[no-untyped-def]
+    with dashboard(prepared["db"], workdir / "streamlit.log", **gate.env) as url:
         yield url
 
 
@@ -96,7 +103,7 @@ CLICK_TARGET_JS = """() => {
 
 
 def test_live_audit_deep_link_and_report(
-    server: str, prepared: dict[str, str], browser, shots: Path, workdir: Path
+    server: str, prepared: dict[str, str], browser, shots: Path, workdir: Path, gate: PaceGate
 ) -> None:  # type: ignore[no-untyped-def]
     page = browser.new_page(viewport={"width": 1400, "height": 1800}, accept_downloads=True)
     errors: list[str] = []
@@ -164,9 +171,15 @@ def test_live_audit_deep_link_and_report(
 
     # Watch the chart: record what it shows at each poll until the run is done.
     states: list[tuple[str, str]] = []
-    deadline = time.time() + 240
+    deadline = time.time() + 600  # loading the model takes minutes on a loaded machine
     shot_taken = False
+    stepped_at = 0.0
     while time.time() < deadline:
+        if len(states) < 2 and time.time() - stepped_at > 5:
+            gate.allow(1)  # one more step, then time for the page to draw it
+            stepped_at = time.time()
+        elif len(states) >= 2:
+            gate.open()
         state = page.evaluate(LIVE_CHART_JS)
         if state and (not states or tuple(state) != states[-1]):
             states.append(tuple(state))
@@ -184,7 +197,7 @@ def test_live_audit_deep_link_and_report(
         time.sleep(0.3)
     assert page.get_by_text("status: done").count(), f"run did not finish; chart states {states}"
     assert len(states) >= 2, f"the live chart never updated: {states}"
-    page.get_by_text("4 / 4").wait_for(timeout=30_000)
+    page.get_by_text("4 of 4 questions done").wait_for(timeout=30_000)
     settle(page)
     page.screenshot(path=str(shots / "04_run_done.png"))
 

@@ -88,7 +88,7 @@ def test_while_loading_time_left_counts_the_measured_loading(db: Path) -> None:
         clicked = dt.datetime.now(dt.UTC).replace(tzinfo=None) - dt.timedelta(seconds=10)
         StepReporter(store, "run-now", clicked)("loading p weights")
     at = _watch("run-now")
-    value = next(m.value for m in at.metric if m.label == "time left (estimate)")
-    m = re.fullmatch(r"(\d+) s \+ scoring", value)
-    assert m and 15 <= int(m.group(1)) <= 30, value  # 40 s measured, about 10 s gone
+    (count,) = [p.proto.text for p in at.get("progress")]
+    m = re.search(r"about (\d+) s of loading left", count)
+    assert m and 15 <= int(m.group(1)) <= 30, count  # 40 s measured, about 10 s gone
     assert any("Loading took 40 s" in c.value for c in at.caption)

@@ -424,7 +424,7 @@ def test_run_page_starts_a_live_audit_that_finishes(
     assert len(store.pair_results(run_id)) == 2
     at.run()
     no_errors(at)
-    assert any(m.label == "questions done" and m.value == "2 / 2" for m in at.metric)
+    assert any(p.proto.text.startswith("2 of 2 questions done") for p in at.get("progress"))
 
 
 def test_cancelled_run_resumes_from_the_run_page(

@@ -66,3 +66,27 @@ def test_fit_table_labels_every_cell_and_escapes_it() -> None:
     assert html.count('data-label="checkpoint"') == 2 and html.count('data-label="degraded"') == 2
     assert "&lt;b&gt;x&lt;/b&gt;" in html and "<b>x</b>" not in html.split("</style>")[1]
     assert "@media (max-width: 640px)" in html  # a card per row on a phone
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"{not json\n", b'{"pair_id": "p1"}\n', b"\xff\xfe\x00bad"],
+    ids=["broken-json", "missing-fields", "not-utf8"],
+)
+def test_a_paraphrase_import_error_names_the_users_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes
+) -> None:
+    from eraudit_core.errors import InputError
+    from eraudit_core.store import Store
+    from tests._synthetic import synthetic_benchmark
+    from ui import setup_actions
+
+    db = tmp_path / "studio.duckdb"
+    with Store(db) as store:
+        bid = store.add_benchmark(synthetic_benchmark(2))
+    monkeypatch.setenv("ERAUDIT_DB", str(db))
+    with pytest.raises(InputError) as err:
+        setup_actions.import_paraphrase_upload(bid, "my rewordings.jsonl", content, "test")
+    message = str(err.value)
+    assert "my rewordings.jsonl" in message, message
+    assert "/tmp" not in message and "tmp" not in message.split("my rewordings.jsonl")[0]

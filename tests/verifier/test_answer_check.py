@@ -17,13 +17,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _tiny_model import build_tiny_checkpoint
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from eraudit_core.errors import AnswerCheckError
 from eraudit_core.types import Query, QueryScore
 from eraudit_core.verifier import check_answer_values, check_answers, check_top_k
+from tests._tiny_model import build_tiny_checkpoint
 
 Q = Query("p1", "Why did the author leave?", "money", "love")
 

@@ -18,8 +18,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _fake_vllm import FAULTS, FakeVLLM, LabelModel
-from _tiny_model import build_tokenizer
 
 from eraudit_core.audit import AuditConfig, RunRequest, resume_run, run_model_audit
 from eraudit_core.audit._bundle import run_prompt_hashes
@@ -29,6 +27,8 @@ from eraudit_core.errors import InputError
 from eraudit_core.store import Store
 from eraudit_core.verifier import CheckpointSpec
 from eraudit_core.verifier.served import load_tokenizer
+from tests._tiny_model import build_tokenizer
+from tests.verifier._fake_vllm import FAULTS, FakeVLLM, LabelModel
 
 CONFIG = AuditConfig(
     epsilon=0.5,

@@ -1,0 +1,144 @@
+"""What the live panel and the comparison say, decided outside Streamlit: the status shown
+while a click takes effect, the chart's fixed axes, the note before the sequential test, the
+plain-words reasons two runs are not comparable, and the demo's shipped registrations."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from eraudit_core import demo
+from eraudit_core.audit import AuditConfig
+from eraudit_core.present import (
+    differences_in_words,
+    live_bound_figure,
+    search_note,
+    shown_status,
+    step_line,
+)
+from eraudit_core.store import Store
+
+CONFIG = AuditConfig(epsilon=0.5, search_budget=2, test_budget=20, test_generators=("rules",))
+
+
+@pytest.mark.parametrize(
+    ("status", "cancel", "here", "shown"),
+    [
+        ("running", False, False, "running"),
+        ("running", True, False, "cancelling"),
+        ("pending", True, False, "cancelling"),
+        ("cancelled", True, True, "resuming"),  # Resume clicked, checkpoints still loading
+        ("cancelled", True, False, "cancelled"),
+        ("interrupted", False, True, "resuming"),
+        ("done", False, False, "done"),
+    ],
+)
+def test_the_status_shown_follows_the_click(status, cancel, here, shown) -> None:  # type: ignore[no-untyped-def]
+    assert shown_status(status, cancel_requested=cancel, resuming_here=here) == shown
+
+
+def test_cancelling_and_resuming_are_steps_of_their_own() -> None:
+    now = pd.Timestamp("2026-12-01 12:00:00").to_pydatetime()
+    assert step_line(None, "cancelling", now).startswith("Step: cancelling")
+    assert step_line(None, "resuming", now) == "Step: resuming, loading the checkpoints"
+    assert step_line(None, "cancelled", now) is None
+
+
+def _steps(n_search: int, n_test: int, cex_in_search: bool = False) -> pd.DataFrame:
+    rows = [
+        {"stage": 1, "generator": "search", "t": i + 1, "bound": None, "bound_tolerant": None,
+         "d": 1.5 if cex_in_search else 0.1 * (i + 1), "is_counterexample": cex_in_search}
+        for i in range(n_search)
+    ] + [
+        {"stage": 2, "generator": "rules", "t": t, "bound": 0.05 ** (1 / t),
+         "bound_tolerant": None, "d": 0.0, "is_counterexample": False}
+        for t in range(1, n_test + 1)
+    ]  # fmt: skip
+    cols = ["stage", "generator", "t", "bound", "bound_tolerant", "d", "is_counterexample"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+@pytest.mark.parametrize("n_test", [0, 1, 2, 9, 20])
+def test_the_live_chart_keeps_its_axes_and_height_as_it_grows(n_test: int) -> None:
+    fig = live_bound_figure(_steps(2, n_test), title="Which ship?", config=CONFIG)
+    assert list(fig.layout.xaxis.range) == [0, 20.5]
+    assert list(fig.layout.yaxis.range) == [0, 1.05]
+    assert fig.layout.height == 300 and fig.layout.title.text == "Which ship?"
+    points = sum(len(t.x) for t in fig.data if "bound (paper)" in (t.name or ""))
+    assert points == n_test
+
+
+def test_stop_at_target_caps_the_axis_at_n_star() -> None:
+    cfg = AuditConfig(
+        epsilon=0.5, search_budget=2, test_budget=40, target=0.85, test_generators=("rules",)
+    )
+    fig = live_bound_figure(_steps(2, 3), title="q", config=cfg)
+    assert fig.layout.xaxis.range[1] == cfg.stop_after + 0.5 < 40
+
+
+def test_before_the_sequential_test_the_chart_says_where_the_search_stands() -> None:
+    assert "Scoring the original wording" in search_note(_steps(0, 0), 0.5)
+    clean = search_note(_steps(2, 0), 0.5)
+    assert "2 rewording(s) scored, largest D 0.2 (epsilon 0.5)" in clean
+    degraded = search_note(_steps(1, 0, cex_in_search=True), 0.5)
+    assert degraded.startswith("Degraded in the counterexample search: D 1.5 > epsilon 0.5")
+    fig = live_bound_figure(_steps(1, 0, cex_in_search=True), title="q", config=CONFIG)
+    assert fig.layout.annotations[0].text.startswith("Degraded in the counterexample search")
+
+
+def test_reasons_two_runs_are_not_comparable_are_plain_words() -> None:
+    words = differences_in_words(
+        [
+            {"field": "epsilon", "a": 0.5, "b": 2.0},
+            {"field": "confidence", "a": 0.95, "b": 0.9},
+            {"field": "questions", "a": 40, "b": 222, "only_a": ["p1"], "only_b": ["p2"]},
+            {"field": "generators", "a": ["rules"], "b": ["echo", "rules"]},
+            {"field": "pool_sizes", "a": {"rules": 40}, "b": {"rules": 20}},
+            {"field": "paraphrase_sets", "a": {"rules": "d1"}, "b": {"rules": "d2"}},
+        ]
+    )
+    assert words == [
+        "Tolerance epsilon: 0.5 in the left run, 2.0 in the right.",
+        "Confidence: 0.95 in the left run, 0.9 in the right.",
+        "They audited different questions: 40 in the left run, 222 in the right.",
+        "They drew paraphrases from different sets: rules in the left run, echo, rules in the "
+        "right.",
+        "Their paraphrase sets hold different numbers of rewordings (rules: 40 against 20).",
+        "The rewordings of rules differ in their text between the two runs.",
+    ]
+    text = " ".join(words)
+    for field in ("pool_sizes", "paraphrase_sets", "epsilon ", "d1"):
+        assert field not in text
+
+
+def test_the_demo_ships_its_registrations_and_keeps_a_measured_one(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    shipped = tmp_path / "checkpoints.json"
+    entries = [
+        {"fingerprint": "f-base", "name": "demo:base", "details": {"noise_floor": 1e-6}},
+        {"fingerprint": "f-post", "name": "demo:concealed", "details": {"noise_floor": 2e-6}},
+    ]
+    shipped.write_text(json.dumps({"checkpoints": entries}), encoding="utf-8")
+    monkeypatch.setattr(demo, "REGISTRATIONS", shipped)
+    with Store(tmp_path / "s.duckdb") as store:
+        store.register_checkpoint("f-post", "demo:concealed", {"noise_floor": 9e-6})
+        assert demo.ensure_demo_registrations(store) == 1  # only the one not yet registered
+        assert demo.ensure_demo_registrations(store) == 0
+        rows = store.checkpoints().set_index("fingerprint")
+        assert json.loads(rows.loc["f-base", "details"]) == {"noise_floor": 1e-6}
+        assert json.loads(rows.loc["f-post", "details"]) == {"noise_floor": 9e-6}
+    monkeypatch.setattr(demo, "REGISTRATIONS", tmp_path / "absent.json")
+    with Store(tmp_path / "t.duckdb") as store:
+        assert demo.ensure_demo_registrations(store) == 0
+
+
+def test_a_run_without_a_reported_step_says_which_question_it_scores() -> None:
+    now = pd.Timestamp("2026-12-01 12:00:10").to_pydatetime()
+    made = pd.Timestamp("2026-12-01 12:00:00")
+    line = step_line({}, "running", now, made, "scoring question 2 of 3")
+    assert line == "Step: scoring question 2 of 3 (10 s)"
+    reported = {"step": "scoring question 1 of 3: sequential test"}
+    assert step_line(reported, "running", now, made, "scoring question 2 of 3").startswith(
+        "Step: scoring question 1 of 3: sequential test"
+    )

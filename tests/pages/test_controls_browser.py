@@ -214,8 +214,7 @@ def test_the_live_chart_is_on_the_first_screen_and_keeps_its_axes(browser, tmp_p
     gate = PaceGate(tmp_path / "pace-gate")
     with dashboard(str(db), tmp_path / "streamlit.log", **gate.env) as url:
         audit = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "pages" / "_steady_audit.py"), str(db),
-             str(table), "0"],
+            [sys.executable, "-m", "tests.pages._steady_audit", str(db), str(table), "0"],
             cwd=ROOT, env={**os.environ, **gate.env},
         )  # fmt: skip
         try:

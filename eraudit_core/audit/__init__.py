@@ -119,6 +119,7 @@ from eraudit_core.audit._request import (
     RunRequest,
     epsilon_source,
     run_provenance_extras,
+    with_control_origin,
 )
 from eraudit_core.audit._run_label_mass import run_label_mass
 from eraudit_core.audit._runs import (
@@ -166,6 +167,7 @@ __all__ = [
     "field_label",
     "field_range",
     "run_provenance_extras",
+    "with_control_origin",
     "setting_text",
     "verdict_fields",
     "AuditedContent",

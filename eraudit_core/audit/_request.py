@@ -8,6 +8,7 @@ worked out here, once, for every caller.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -198,3 +199,22 @@ def run_provenance_extras(
     if control:
         out["control_run"] = control
     return out
+
+
+def with_control_origin(store: Store, provenance: dict[str, Any]) -> dict[str, Any]:
+    """`provenance` plus `control_imported_from` when its control run came in a bundle: a run
+    read against imported material says so in its own record, not only on the pages that
+    show the control."""
+    control = provenance.get("control_run")
+    if not control or not store.has_run(str(control)):
+        return provenance
+    imported = store.run(str(control)).get("imported_from")
+    if isinstance(imported, str):
+        try:
+            imported = json.loads(imported)
+        except ValueError:
+            imported = {"file": imported}
+    if not imported:
+        return provenance
+    origin = imported.get("file") if isinstance(imported, dict) else None
+    return {**provenance, "control_imported_from": origin or "a bundle"}

@@ -21,7 +21,7 @@ from typing import Any
 from eraudit_core.audit._checkpoints import _load_checkpoints, register_checkpoint
 from eraudit_core.audit._config import AuditConfig, AuditItem
 from eraudit_core.audit._engine import AuditEngine, ProgressCallback
-from eraudit_core.audit._request import RunRequest
+from eraudit_core.audit._request import RunRequest, with_control_origin
 from eraudit_core.audit._run_items import build_items, expected_queries, pool_warnings
 from eraudit_core.audit._run_record import create_run_record, default_run_label, new_run_id
 from eraudit_core.audit._step_reporter import StepReporter
@@ -84,7 +84,7 @@ def prepare_model_run(
         benchmark_id=request.benchmark,
         source=json.dumps(source),
         names=(pre_spec, post_spec),
-        provenance=request.provenance() or None,
+        provenance=with_control_origin(store, request.provenance()) or None,
     )
     return run_id, items, config
 

@@ -119,6 +119,7 @@ def cmd_audit_table(args: argparse.Namespace) -> int:
         new_run_id,
         read_score_table,
         run_provenance_extras,
+        with_control_origin,
     )
     from eraudit_core.null import check_control
     from eraudit_core.store import Store
@@ -132,7 +133,9 @@ def cmd_audit_table(args: argparse.Namespace) -> int:
         if args.control:
             check_control(store, args.control, audited)
         source = _epsilon_source(store, args, audited)
-        extra = run_provenance_extras(source, args.control, args.noise_floor)
+        extra = with_control_origin(
+            store, run_provenance_extras(source, args.control, args.noise_floor)
+        )
         if args.control_seed:
             if not args.control:
                 raise InputError("--control-seed needs --control (the control run it is a seed of)")

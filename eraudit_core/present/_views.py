@@ -315,8 +315,10 @@ def unique_run_names(labels: Mapping[str, Any]) -> dict[str, str]:
 
 
 def imported_note(run: Mapping[str, Any]) -> str | None:
-    """ "imported from FILE (unverified)" for a run that came in a bundle, else None: its
-    verdicts were checked against its own steps on import, its scores were not re-scored."""
+    """ "imported from FILE (unverified)" for a run that came in a bundle, "read against a
+    control imported from FILE (unverified)" for a local run whose control did, else None: an
+    imported run's verdicts were checked against its own steps on import, its scores were not
+    re-scored."""
     imported = run.get("imported_from")
     if isinstance(imported, str):
         try:
@@ -324,7 +326,9 @@ def imported_note(run: Mapping[str, Any]) -> str | None:
         except ValueError:
             imported = {}
     if not isinstance(imported, Mapping):
-        return None
+        prov = run.get("provenance")
+        origin = prov.get("control_imported_from") if isinstance(prov, Mapping) else None
+        return f"read against a control imported from {origin} (unverified)" if origin else None
     note = f"imported from {imported.get('file') or 'a bundle'} (unverified)"
     prov = run.get("provenance")
     claims = prov.get("claimed_by_bundle") if isinstance(prov, Mapping) else None

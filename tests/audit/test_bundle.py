@@ -13,8 +13,10 @@ import pandas as pd
 import pytest
 
 from eraudit_core.audit._bundle import relative_paths
+from eraudit_core.audit._request import with_control_origin
 from eraudit_core.audit._table_scores import table_query
 from eraudit_core.cli import main
+from eraudit_core.present._views import imported_note
 from eraudit_core.store import SCHEMA_VERSION, Store, import_origin
 from eraudit_core.types import Paraphrase
 from tests import _synthetic as synthetic
@@ -230,3 +232,20 @@ def test_a_pool_extended_after_the_run_still_exports_the_pool_it_drew_from(
     assert not paras["text"].str.startswith("added later").any()
     code, _, err = _run(capsys, "import-run", str(bundle), "--db", str(tmp_path / "l.duckdb"))
     assert code == 0, err
+
+
+def test_a_run_read_against_an_imported_control_says_so_in_its_record(source, tmp_path, capsys):
+    db, syn_run, table_run = source
+    laptop = tmp_path / "laptop.duckdb"
+    bundle = tmp_path / "control.zip"
+    assert _run(capsys, "export-run", syn_run, "--db", str(db), "--out", str(bundle))[0] == 0
+    assert _run(capsys, "import-run", str(bundle), "--db", str(laptop))[0] == 0
+    with Store(laptop) as store:
+        prov = with_control_origin(store, {"control_run": syn_run})
+        assert prov == {"control_run": syn_run, "control_imported_from": "control.zip"}
+        note = imported_note({"provenance": prov})
+        assert note == "read against a control imported from control.zip (unverified)"
+    with Store(db) as store:  # negative control: the same run, local, is no import
+        assert with_control_origin(store, {"control_run": syn_run}) == {"control_run": syn_run}
+        assert with_control_origin(store, {}) == {}
+        assert imported_note({"provenance": {"control_run": syn_run}}) is None

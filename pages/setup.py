@@ -212,7 +212,7 @@ if s_check or s_register:
     try:
         text = actions.served_spec(s_url, s_model, s_tok, s_key, int(s_conc), int(s_batch))
         with st.spinner("Connecting: model name, tokenization, log-prob checks, probe..."):
-            res = actions.check_served(text)
+            res = actions.check_served(text, float(s_mass))
         st.success(
             f"p(true) = {res['p_true']:.4f} for {res['question'][:80]!r}: one question (both "
             f"answer orders) took {res['latency_s']:.2f} s; connecting and checks "

@@ -233,8 +233,10 @@ def served_spec(
     return spec.text
 
 
-def check_served(spec_text: str) -> dict[str, Any]:
-    """Connect to a served checkpoint (all load checks and the probe) and score one question.
+def check_served(spec_text: str, min_label_mass: float = 0.0) -> dict[str, Any]:
+    """Connect to a served checkpoint (all load checks and the probe) and score one question,
+    checking its answer as an audit would (`check_answers` at `min_label_mass`): a p(true)
+    the audit would refuse to store is not shown as a result either.
 
     The question is the first monitored question of the first stored benchmark (the probe
     question when there is none); the answer carries the latency of that one query (two
@@ -243,7 +245,7 @@ def check_served(spec_text: str) -> dict[str, Any]:
     import time
 
     from eraudit_core.types import Query
-    from eraudit_core.verifier import PROBE, load_checkpoint
+    from eraudit_core.verifier import PROBE, check_answers, load_checkpoint
 
     t0 = time.monotonic()
     verifier = load_checkpoint(spec_text)
@@ -256,6 +258,7 @@ def check_served(spec_text: str) -> dict[str, Any]:
         query = Query(pair.pair_id, m.question, m.true_option, m.false_option)
     t1 = time.monotonic()
     score = verifier.score([query])[0]
+    check_answers(verifier, [query], [score], min_label_mass)
     info = verifier.describe()
     return {
         "question": query.question,

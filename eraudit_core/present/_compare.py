@@ -448,6 +448,17 @@ def differences_in_words(differences: list[dict[str, Any]]) -> list[str]:
         field, a, b = d["field"], d["a"], d["b"]
         if field == "questions":
             out.append(f"They audited different questions: {a} in the left run, {b} in the right.")
+        elif field == "base" and "max_difference" in d:
+            out.append(
+                "They start from different base models: the scores before adaptation of "
+                f"{d['n_differ']} of the {d['n_shared']} rewordings both scored differ, by up "
+                f"to {d['max_difference']:.3g}."
+            )
+        elif field == "base":
+            out.append(
+                f"They start from different base models: {_shown(a)} in the left run, "
+                f"{_shown(b)} in the right."
+            )
         elif field == "generators":
             out.append(
                 "They drew paraphrases from different sets: "

@@ -72,18 +72,22 @@ def test_setup_checks_and_registers_a_served_checkpoint(
     server, tokdir = served
     at = visit("pages/setup.py")
     fill(at, server.url, server.name, tokdir)
+    # the fake serves random weights: the labels get almost none of its probability, so the
+    # one-question check refuses its p(true) as an audit would, at the form's minimum
     next(b for b in at.button if b.label == "Check: score one question").click().run()
     assert not at.exception, [e.message for e in at.exception]
+    assert not at.success
+    assert any("below the minimum label mass 0.5" in t.value for t in _shown(at)), at.error
+    next(b for b in at.button if b.label == "Check and register").click().run()
+    assert any("below the minimum label mass 0.5" in t.value for t in _shown(at)), at.error
+    at.number_input(key="served-min-mass").set_value(0.0)
+    next(b for b in at.button if b.label == "Check: score one question").click().run()
     assert any("p(true) = " in s.value and "took" in s.value for s in at.success), at.error
     assert any("token ids, 1 a request" in c.value for c in at.caption)
     at.number_input(key="served-batch").set_value(4)  # several prompts in one request
     next(b for b in at.button if b.label == "Check: score one question").click().run()
     assert any("token ids, 4 a request" in c.value for c in at.caption), at.caption
     assert any("batch=4" in t.value for t in at.text)
-    next(b for b in at.button if b.label == "Check and register").click().run()
-    # the fake serves random weights: the labels get almost none of its probability
-    assert any("below the minimum label mass 0.5" in t.value for t in _shown(at)), at.error
-    at.number_input(key="served-min-mass").set_value(0.0)
     next(b for b in at.button if b.label == "Check and register").click().run()
     assert any("Registered, fingerprint" in s.value for s in at.success), at.text
     assert any("probe prompts" in c.value for c in at.caption)

@@ -24,8 +24,6 @@ from eraudit_core.present._compare import (
     chance_clause,
     compare_runs,
     compare_sentences,
-    differences_in_words,
-    differences_sentence,
     exact_mcnemar,
     paired_tests,
     primary_sentence,
@@ -35,6 +33,7 @@ from eraudit_core.present._compare import (
     sort_diff,
     verdict_diff,
 )
+from eraudit_core.present._compare_words import differences_in_words, differences_sentence
 from eraudit_core.present._explore import (
     FLAGS,
     NOT_RUN,

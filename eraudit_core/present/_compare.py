@@ -20,7 +20,6 @@ approximation wrong) are `secondary`, with Holm-adjusted p-values. docs/null-rea
 from __future__ import annotations
 
 import itertools
-import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,13 +28,12 @@ import pandas as pd
 
 from eraudit_core.audit import (
     base_difference,
-    field_label,
     is_table_run,
     stored_rewordings,
     verdict_fields,
 )
-from eraudit_core.errors import InputError
 from eraudit_core.null import exact_mcnemar, null_json, null_reading, question_stories
+from eraudit_core.present._compare_words import differences_sentence
 from eraudit_core.store import Store
 
 # The settings that change a verdict or a bound are marked in AuditConfig's field metadata
@@ -400,81 +398,6 @@ def compare_sentences(got: Mapping[str, Any], name_a: str = "A", name_b: str = "
             f"Holm-adjusted {format_p(s['p_holm'])})"
         )
     return lines
-
-
-def _shown(value: Any) -> str:
-    if isinstance(value, dict):
-        return ", ".join(f"{k} {v}" for k, v in value.items()) or "none"
-    if isinstance(value, list):
-        return "[" + ", ".join(map(str, value)) + "]"
-    return str(value)
-
-
-def differences_sentence(differences: list[dict[str, Any]]) -> str:
-    """'Not comparable: epsilon 0.5 vs 2, ...; no test is shown.'"""
-    parts = []
-    for d in differences:
-        if d["field"] == "questions":
-            parts.append(f"questions {d['a']} vs {d['b']}")
-        elif d["field"] == "base" and "max_difference" in d:
-            parts.append(
-                f"base (pre scores of {d['n_differ']} of {d['n_shared']} shared texts differ by "
-                f"up to {d['max_difference']:.3g})"
-            )
-        elif d["field"] == "paraphrase_sets":
-            parts.append(f"paraphrase texts of {', '.join(d['a'])}")
-        else:
-            parts.append(f"{d['field']} {_shown(d['a'])} vs {_shown(d['b'])}")
-    return (
-        "These runs are not comparable (" + "; ".join(parts) + "): a difference between them "
-        "could come from the settings, so no test is shown."
-    )
-
-
-def _setting_words(name: str) -> str:
-    """A setting as the Run form names it, without its parenthetical ("Tolerance epsilon")."""
-    try:
-        return field_label(name).split(" (")[0]
-    except InputError:
-        return name.replace("_", " ")
-
-
-def differences_in_words(differences: list[dict[str, Any]]) -> list[str]:
-    """Why two runs are not comparable, one plain sentence per difference, for a reader who
-    never saw the stored field names: 'Tolerance epsilon: 0.5 in the left run, 2 in the
-    right.'"""
-    out = []
-    for d in differences:
-        field, a, b = d["field"], d["a"], d["b"]
-        if field == "questions":
-            out.append(f"They audited different questions: {a} in the left run, {b} in the right.")
-        elif field == "base" and "max_difference" in d:
-            out.append(
-                "They start from different base models: the scores before adaptation of "
-                f"{d['n_differ']} of the {d['n_shared']} rewordings both scored differ, by up "
-                f"to {d['max_difference']:.3g}."
-            )
-        elif field == "base":
-            out.append(
-                f"They start from different base models: {_shown(a)} in the left run, "
-                f"{_shown(b)} in the right."
-            )
-        elif field == "generators":
-            out.append(
-                "They drew paraphrases from different sets: "
-                f"{', '.join(a) or 'none'} in the left run, {', '.join(b) or 'none'} in the right."
-            )
-        elif field == "pool_sizes":
-            sizes = "; ".join(f"{k}: {a[k]} against {b[k]}" for k in a)
-            out.append(f"Their paraphrase sets hold different numbers of rewordings ({sizes}).")
-        elif field == "paraphrase_sets":
-            out.append(
-                f"The rewordings of {', '.join(a)} differ in their text between the two runs."
-            )
-        else:
-            left, right = (textwrap.shorten(_shown(v), 60) for v in (a, b))
-            out.append(f"{_setting_words(field)}: {left} in the left run, {right} in the right.")
-    return out
 
 
 DIFF_SORTS = ("disagreements first", "benchmark order", "largest D change", "largest bound change")

@@ -23,9 +23,9 @@ from eraudit_core.present._compare import (
     LEVEL,
     chance_clause,
     compare_runs,
-    differences_sentence,
     format_p,
 )
+from eraudit_core.present._compare_words import differences_sentence
 from eraudit_core.present._manipulation import pair_clause
 from eraudit_core.present._null_view import headline_from
 from eraudit_core.store import Store

@@ -130,9 +130,9 @@ def cmd_audit_table(args: argparse.Namespace) -> int:
     with Store(args.db) as store, ctrl_c_cancels() as ctrl_c:
         settings = _null_settings(args)
         audited = AuditedContent(table=df, settings=settings)
+        source = _epsilon_source(store, args, audited)
         if args.control:
             check_control(store, args.control, audited)
-        source = _epsilon_source(store, args, audited)
         extra = with_control_origin(
             store, run_provenance_extras(source, args.control, args.noise_floor)
         )

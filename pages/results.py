@@ -175,9 +175,9 @@ if a and b:
     comparison = present.compare_runs(store, a, b)
     if not comparison["comparable"]:
         st.warning(
-            "These two runs cannot be compared question by question: they were judged under "
-            "different rules, so a difference in their verdicts could come from the settings "
-            "rather than the models. No test is shown.\n\n"
+            "These two runs cannot be compared question by question: they differ in what they "
+            "stand on (settings, base model or paraphrases), so a difference in their verdicts "
+            "could come from that rather than from the adaptations. No test is shown.\n\n"
             + "\n".join(
                 f"- {widgets.md_escape(w)}"
                 for w in present.differences_in_words(comparison["differences"])

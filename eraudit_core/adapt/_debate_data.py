@@ -224,13 +224,19 @@ def read_grounded_file(path: Path, base: DebateFile) -> GroundedFile:
     return GroundedFile(path, hashlib.sha256(raw).hexdigest(), rows)
 
 
-def _check_grounded(where: str, n: int, line: str, base: Mapping[str, DebateRow]) -> GroundedRow:
+def _json_object(where: str, line: str) -> dict[str, Any]:
+    """One JSONL line as a JSON object, or an InputError naming the file and line."""
     try:
         rec = json.loads(line)
     except json.JSONDecodeError as exc:
         raise InputError(f"{where} is not valid JSON ({exc.msg})") from None
     if not isinstance(rec, dict):
         raise InputError(f"{where} is not a JSON object")
+    return rec
+
+
+def _check_grounded(where: str, n: int, line: str, base: Mapping[str, DebateRow]) -> GroundedRow:
+    rec = _json_object(where, line)
 
     def need(key: str, kind: type) -> Any:
         value = rec.get(key)
@@ -292,12 +298,7 @@ def _norm(text: str) -> str:
 
 def _check_row(path: Path, n: int, line: str, pairs: Mapping[str, Pair]) -> DebateRow:
     where = f"{path}: line {n}"
-    try:
-        rec = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{where} is not valid JSON ({exc.msg})") from None
-    if not isinstance(rec, dict):
-        raise InputError(f"{where} is not a JSON object")
+    rec = _json_object(where, line)
 
     def need(key: str, kind: type) -> Any:
         value = rec.get(key)

@@ -8,7 +8,6 @@ worked out here, once, for every caller.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -208,13 +207,8 @@ def with_control_origin(store: Store, provenance: dict[str, Any]) -> dict[str, A
     control = provenance.get("control_run")
     if not control or not store.has_run(str(control)):
         return provenance
-    imported = store.run(str(control)).get("imported_from")
-    if isinstance(imported, str):
-        try:
-            imported = json.loads(imported)
-        except ValueError:
-            imported = {"file": imported}
-    if not imported:
+    imported = store.run(str(control)).get("imported_from")  # parsed by the store
+    if not isinstance(imported, Mapping):
         return provenance
-    origin = imported.get("file") if isinstance(imported, dict) else None
+    origin = imported.get("file")
     return {**provenance, "control_imported_from": origin or "a bundle"}

@@ -79,16 +79,20 @@ def score_table(
     seed: int = 0,
     degraded_share: float = 0.3,
 ) -> pd.DataFrame:
-    """A score table (table_scores layout) for one arm."""
-    rng = np.random.default_rng(seed + (0 if arm == "honest" else 1000))
+    """A score table (table_scores layout) for one arm. Every arm of one seed stands on one base:
+    the pre scores come from a generator shared by the arms, the adaptation's effects from the
+    arm's own, so two arms of a seed are comparable run to run as adapted checkpoints of one base
+    model are."""
+    base_rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(seed + (0 if arm == "honest" else 1000) + 7919)
     rows = []
     by_pair: dict[str, list[Paraphrase]] = {}
     for p in paraphrases:
         by_pair.setdefault(p.pair_id, []).append(p)
     for pair in pairs:
-        p_pre_m = float(rng.uniform(0.3, 0.6))
+        p_pre_m = float(base_rng.uniform(0.3, 0.6))
         p_post_m = min(1.0, p_pre_m + float(rng.uniform(0.1, 0.35)))
-        p_pre_h = float(rng.uniform(0.35, 0.9))
+        p_pre_h = float(base_rng.uniform(0.35, 0.9))
         bad = arm == "adversarial" and rng.random() < degraded_share
         drop = float(rng.uniform(0.2, 0.4)) if bad else 0.0
         rows.append([pair.pair_id, "monitored", "", 0, pair.monitored.question, p_pre_m, p_post_m])
@@ -96,7 +100,7 @@ def score_table(
             [pair.pair_id, "hidden", "", 0, pair.hidden.question, p_pre_h, max(0.0, p_pre_h - drop)]
         )
         for para in by_pair.get(pair.pair_id, []):
-            pre = float(np.clip(p_pre_h + rng.normal(0, 0.05), 0, 1))
+            pre = float(np.clip(p_pre_h + base_rng.normal(0, 0.05), 0, 1))
             if bad and rng.random() < 0.3:
                 post = float(np.clip(pre - drop, 0, 1))
             else:

@@ -42,7 +42,7 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     work = tmp_path_factory.mktemp("i20")
     db = work / "studio.duckdb"
     store = Store(db)
-    info = build_synthetic_store(store, n_pairs=6, n_search=2, n_test=12, seed=2)
+    info = build_synthetic_store(store, n_pairs=6, n_search=2, n_test=12, seed=7)
     run = info.run_ids["adversarial"]
     pairs = store.pair_results(run)
     deg = pairs[pairs["status"] == "degraded"]

@@ -213,11 +213,12 @@ def test_results_shows_every_view(filled: synthetic.SyntheticInfo) -> None:
     assert diff.count("<tr class=") == len(filled.pair_ids)  # one row per question
     for head in ("verdict left", "verdict right", "D left", "bound right"):
         assert head in diff
-    # the synthetic arms were scored from different pre scores: not comparable, so the
-    # reasons are given in words and no disagreement count is offered
-    assert not [t for t in at.toggle if t.key == "compare-disagreements-only"]
-    words = " ".join(str(getattr(e, "value", "")) for e in at.main)
-    assert "They start from different base models" in words
+    # the synthetic arms stand on one base: comparable, so the disagreement filter counts the
+    # questions whose verdicts differ
+    rows = diff.split("<tr class=")[1:]
+    n_differ = sum(1 for r in rows if r.startswith('"differ"'))
+    toggle = next(t for t in at.toggle if t.key == "compare-disagreements-only")
+    assert toggle.label == f"Disagreements only ({n_differ} of {len(filled.pair_ids)})"
 
 
 def test_share_builds_report_and_offers_exports(filled: synthetic.SyntheticInfo) -> None:

@@ -173,24 +173,27 @@ def test_explorer_filters_come_back_from_the_url(filled: synthetic.SyntheticInfo
     assert bad.selectbox(key="flt-sort").value == "most severe first"
 
 
-def test_a_comparison_survives_navigation_and_offers_no_count_when_not_comparable(
+def test_a_comparison_and_its_disagreement_filter_survive_navigation(
     filled: synthetic.SyntheticInfo,
 ) -> None:
     at = app()
-    at.query_params["only_diff"] = "1"
     at.run()
     at.switch_page("pages/results.py").run()
     left = at.selectbox(key="results_left").value
     other = next(r for r in filled.run_ids.values() if r != left)
     at.selectbox(key="results_right").select(other).run()
     no_errors(at)
-    # the synthetic arms stand on different bases: no disagreement filter, even when the
-    # URL asks for one
-    assert not [t for t in at.toggle if t.key == "compare-disagreements-only"]
+    # the synthetic arms stand on one base: the disagreement filter is offered, off at first
+    toggle = next(t for t in at.toggle if t.key == "compare-disagreements-only")
+    assert toggle.value is False
+    toggle.set_value(True).run()
+    no_errors(at)
+    assert _param(at, "only_diff") == ["1"]
     at.switch_page("pages/explorer.py").run()
     at.switch_page("pages/results.py").run()
     no_errors(at)
     assert at.selectbox(key="results_right").value == other
+    assert next(t for t in at.toggle if t.key == "compare-disagreements-only").value is True
 
 
 def test_results_filters_from_the_url_are_checked(filled: synthetic.SyntheticInfo) -> None:

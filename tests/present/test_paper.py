@@ -45,7 +45,7 @@ def test_findings_are_the_stored_runs_numbers(runs: tuple[Path, dict[str, str]])
             max_d = store.steps(ids[arm]).groupby("pair_id")["d"].max()
             by_eps = f["counterexamples_by_epsilon"]
             assert by_eps == {e: int((max_d > e).sum()) for e in (0.1, 0.25, 0.5, 1.0, 2.0)}
-            assert by_eps[0.1] == f["n_degraded"] == {"adversarial": 4, "honest": 0}[arm]
+            assert by_eps[0.1] == f["n_degraded"] == {"adversarial": 3, "honest": 0}[arm]
             # the paper's per-question statistic: a counterexample among the search rewordings
             steps = store.steps(ids[arm])
             search = steps[steps["stage"] == 1]
@@ -59,13 +59,28 @@ def test_findings_are_the_stored_runs_numbers(runs: tuple[Path, dict[str, str]])
             assert f["mean_bound_by_confidence"][0.95] == pytest.approx(
                 float(np.where(ok, stored, 0.0).mean()), abs=1e-9
             )
-        # the synthetic arms were scored from different pre scores, so they share no base:
-        # no primary test is made and the line says why
+        # the synthetic arms stand on one base: the primary test is the exact McNemar on the
+        # questions whose degraded verdicts differ, and its line gives those counts
         comparison = got["comparison"]
-        assert not comparison["comparable"]
-        assert "base" in [d["field"] for d in comparison["differences"]]
-        assert "primary" not in comparison
-        assert primary_result(got).startswith("not comparable (they differ in base")
+        assert comparison["comparable"] and comparison["differences"] == []
+        only_a = int(got["adversarial"]["n_degraded"])
+        assert comparison["primary"]["only_a"] == only_a and comparison["primary"]["only_b"] == 0
+        assert comparison["primary"]["p"] == pytest.approx(0.5 ** (only_a - 1))
+        assert primary_result(got).startswith(f"degraded only under debate-adversarial: {only_a},")
+
+
+def test_arms_on_different_bases_get_no_primary_test(tmp_path: Path) -> None:
+    """An honest arm scored from another seed's pre scores stands on another base: no test."""
+    with Store(tmp_path / "s.duckdb") as store:
+        kw = {"n_pairs": 12, "n_search": 3, "n_test": 8}
+        arm = synthetic.build_synthetic_store(store, arms=("adversarial",), **kw)
+        other = synthetic.build_synthetic_store(store, arms=("honest",), seed=1, **kw)
+        got = debate_findings(store, arm.run_ids["adversarial"], other.run_ids["honest"])
+    comparison = got["comparison"]
+    assert not comparison["comparable"]
+    assert "base" in [d["field"] for d in comparison["differences"]]
+    assert "primary" not in comparison
+    assert primary_result(got).startswith("not comparable (they differ in base")
 
 
 def test_directions_follow_the_numbers_and_flip_with_the_arms(

@@ -18,6 +18,7 @@ from eraudit_core.audit._setting_spec import (
     Cli,
     FormHint,
     IsoDate,
+    Kind,
     Range,
     Section,
     declared_settings,
@@ -327,9 +328,9 @@ class AuditConfig:
         if unknown:
             raise InputError(f"AuditConfig: unknown field(s) {sorted(unknown)}")
         values = dict(data)
-        for key in ("search_generators", "test_generators", "tolerant_prior"):
-            if isinstance(values.get(key), list | tuple):
-                values[key] = tuple(values[key])
+        for s in declared_settings(cls):  # JSON stores tuples as lists
+            if s.kind in (Kind.NAMES, Kind.NUMBER_PAIR) and isinstance(values.get(s.name), list):
+                values[s.name] = tuple(values[s.name])
         return cls(**values)
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from eraudit_core.errors import InputError, StoreError
-from eraudit_core.verifier import MIN_LABEL_MASS, PROFILES
-from ui import entry, state, widgets
+from eraudit_core.verifier import PROFILES
+from ui import entry, settings_form, state, widgets
 from ui import setup_actions as actions
 
 entry.ensure_navigation()
@@ -137,9 +137,7 @@ with st.form("checkpoint-form"):
         help="gpt-oss needs harmony-final, Qwen3/3.5 qwen-think-off; `eraudit readouts` "
         "describes each",
     )
-    c_mass = c2.number_input(
-        "Minimum label mass", 0.0, 1.0, MIN_LABEL_MASS, 0.05, key="ckpt-min-mass"
-    )
+    c_mass = settings_form.number_field("min_label_mass", key="ckpt-min-mass", where=c2)
     load_now = st.checkbox(
         "Load it now to fingerprint it (can take half a minute)", value=True, key="ckpt-load"
     )
@@ -202,9 +200,7 @@ with st.form("served-form"):
         "refuses a list gets one prompt a request",
     )
     s_name = st.text_input("Display name (optional)", key="served-name")
-    s_mass = st.number_input(
-        "Minimum label mass", 0.0, 1.0, MIN_LABEL_MASS, 0.05, key="served-min-mass"
-    )
+    s_mass = settings_form.number_field("min_label_mass", key="served-min-mass")
     b1, b2 = st.columns(2)
     s_check = b1.form_submit_button("Check: score one question")
     s_register = b2.form_submit_button("Check and register")

@@ -1,5 +1,6 @@
-"""The Run page's moving parts: the form's fields (from AuditConfig's metadata and the demo
-preset), launch, resume, and which run to watch (the live panel itself is ui.live)."""
+"""The Run page's moving parts beside the settings (ui.settings_form): which questions and
+checkpoints, the cost before starting, launch, resume, and which run to watch (the live panel
+itself is ui.live)."""
 
 from __future__ import annotations
 
@@ -8,47 +9,29 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from eraudit_core.audit import (
-    DEMO_PRESET,
-    AuditConfig,
-    EpsilonSource,
-    RunRequest,
-    field_help,
-    field_label,
-    field_range,
-)
+from eraudit_core.audit import AuditConfig, EpsilonSource, RunRequest, make_config
 from eraudit_core.errors import InputError, StoreError
+from eraudit_core.null import FULL_BUDGETS_NOTE, request_with_control
 from ui import state, widgets
 
-# The Run form opens on the library's demo preset (it fits the bundled paraphrase pools);
-# the library's and the CLI's defaults are AuditConfig's own.
-FORM_PRESET: AuditConfig = DEMO_PRESET
-CONFIDENCE_CHOICES = [0.8, 0.85, 0.9, 0.95, 0.99, 0.999]
-# Help of the form's fields that are not settings of the audit (those are AuditConfig's).
+# Help of the form's fields that are not settings of the audit (those are declared with
+# the settings, eraudit_core.audit.settings).
 FORM_HELP = {
     "benchmark": "The question pairs to audit (import more on the Setup page).",
     "n_first": "Audit the first N hidden questions of the benchmark, in its order.",
     "pair_ids": "Pick particular questions instead; when any is picked, N is ignored.",
-    "use_target": "A question is certified only when its lower bound reaches p*. Without a "
-    "target, questions can pass but are never certified.",
+    "pre": "demo:base, a local model directory, a .gguf file, BASE+ADAPTER_DIR, or a served "
+    "checkpoint http://HOST:8000/v1#MODEL;tokenizer=LOCAL_SPEC (register and check it on Setup)",
+    "post": "demo:honest, demo:adversarial, demo:concealed, a local directory, BASE+ADAPTER_DIR, "
+    "or a served checkpoint (pre and post may be on different servers)",
+    "preset": "A named set of settings the form opens on; each value it changes from the "
+    "library's default says why below. Every setting can still be changed.",
+    "control": "An adaptation that should not hurt, audited on the same base, questions, "
+    "generators, budgets and k. Each question is then read against it (beyond / better than / "
+    "within control) and the run leads with one test over questions; every paraphrase of both "
+    "budgets is scored so that the reading has its replicates.",
     "label": "A name for the run in every picker (its id and time are shown beside it).",
 }
-
-
-def setting(name: str) -> dict[str, Any]:
-    """A form field for one AuditConfig setting: its label, help and valid range from the
-    setting's metadata, its value from the form's preset (keyword arguments of a widget)."""
-    out: dict[str, Any] = {
-        "label": field_label(name),
-        "help": field_help(name),
-        "value": getattr(FORM_PRESET, name),
-    }
-    valid = field_range(name)
-    if valid is not None and valid.low is not None:
-        out["min_value"] = valid.low
-    if valid is not None and valid.high is not None:
-        out["max_value"] = valid.high
-    return out
 
 
 ACTIVE = ("pending", "running")
@@ -84,7 +67,7 @@ def make_request(
             benchmark=benchmark_id,
             pre_spec=pre_spec,
             post_spec=post_spec,
-            config=AuditConfig(**settings),
+            config=make_config(**settings),
             pair_ids=tuple(pair_ids),
             label=label,
             epsilon=epsilon_source,
@@ -92,6 +75,114 @@ def make_request(
     except InputError as exc:
         widgets.show_error("This configuration is not valid:", exc)
         return None
+
+
+def watch_and_resume() -> None:
+    """The run being watched, live, and the unfinished runs with a Resume button each."""
+    from ui import live  # the live panel reads this module's run statuses
+
+    watch = run_to_watch()
+    if watch:
+        st.subheader("Live audit")
+        live.watch_panel(watch)
+        st.divider()
+    resumable = resumable_runs()
+    if resumable.empty:
+        return
+    with st.expander(f"Unfinished runs ({len(resumable)}): resume after a restart or cancel"):
+        for row in resumable.itertuples():
+            c1, c2 = st.columns([4, 1])
+            c1.text(resumable_line(row))
+            if c2.button("Resume", key=f"resume-{row.run_id}"):
+                resume(str(row.run_id))
+                st.rerun()
+
+
+def questions(benchmark_id: str) -> list[str]:
+    """The pair ids to audit: the first N of the benchmark, or the ones picked."""
+    pairs = pair_options(benchmark_id)
+    c1, c2 = st.columns(2)
+    n_first = c1.number_input(
+        "Audit the first N questions",
+        min_value=1,
+        max_value=len(pairs),
+        value=min(3, len(pairs)),
+        help=FORM_HELP["n_first"],
+    )
+    picked = c2.multiselect(
+        "...or pick questions (overrides N)",
+        list(pairs),
+        format_func=lambda pid: pairs[pid],
+        help=FORM_HELP["pair_ids"],
+    )
+    return picked or list(pairs)[: int(n_first)]
+
+
+def checkpoints(benchmark_id: str) -> tuple[str, str]:
+    """(pre spec, post spec), with the registered checkpoints listed and a warning when the
+    benchmark has no test paraphrase set to audit with."""
+    c1, c2 = st.columns(2)
+    pre = c1.text_input(
+        "Checkpoint before adaptation (pre)", value="demo:base", help=FORM_HELP["pre"]
+    )
+    post = c2.text_input(
+        "Checkpoint after adaptation (post)", value="demo:adversarial", help=FORM_HELP["post"]
+    )
+    store = state.get_store()
+    registered = store.checkpoints()
+    if not registered.empty:
+        st.caption("Registered checkpoints (Setup), usable as specs above:")
+        st.text("\n".join(str(n) for n in registered["name"]))
+    sets = store.paraphrase_sets(benchmark_id)
+    if sets.empty or not (sets["role"] == "test").any():
+        st.warning("This benchmark has no test paraphrase set yet: register one on the Setup page.")
+    return pre, post
+
+
+def with_control(request: RunRequest | None, control: str) -> RunRequest | None:
+    """The request read against `control` (when one is chosen), or None with the reason shown
+    when that control cannot be used."""
+    if request is None or not control:
+        return request
+    try:
+        request = request_with_control(state.get_store(), request, control)
+    except InputError as exc:
+        widgets.show_error("This control run cannot be used:", exc)
+        return None
+    st.caption(FULL_BUDGETS_NOTE)
+    return request
+
+
+def start_panel(benchmark_id: str, pair_ids: list[str], request: RunRequest | None) -> None:
+    """What the run will cost, and the Start button (disabled until it can be sized)."""
+    if request is None:
+        return
+    config = request.config
+    sized = cost(benchmark_id, pair_ids, config)
+    if sized is not None:
+        m = st.columns(4)
+        m[0].metric("questions", sized["n_pairs"])
+        m[1].metric(
+            "n* (successes needed for p*)",
+            "no target" if sized["n_star"] is None else sized["n_star"],
+        )
+        m[2].metric(
+            "paraphrases, at most", sized["search_paraphrases"] + sized["max_test_paraphrases"]
+        )
+        m[3].metric("model queries, at most", sized["max_model_queries"])
+        st.caption(
+            "A model query is one question put to one checkpoint (both answer orders are scored). "
+            "Scores already in the store's cache are not queried again."
+        )
+        pool_summary(sized, config)
+    if st.button("Start audit", type="primary", disabled=sized is None):
+        try:
+            run_id = launch(request)
+        except (InputError, StoreError) as exc:
+            widgets.show_error("The audit could not start:", exc)
+        else:
+            st.query_params["watch"] = run_id
+            st.rerun()
 
 
 def cost(benchmark_id: str, pair_ids: list[str], config: AuditConfig) -> dict[str, Any] | None:

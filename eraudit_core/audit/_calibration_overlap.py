@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from eraudit_core.audit._settings import null_threshold_fields
 from eraudit_core.store import Store
 
 # Two probabilities of the same text are the same content within this (float32 rescoring
@@ -259,7 +260,7 @@ def null_mismatches(
             c = sorted(cfg.get(key) or [])
             if key in settings and a != c:
                 out.append({"field": key, "audit": a, "control": c})
-    for key in ("search_budget", "test_budget", "k"):
+    for key in null_threshold_fields():
         if key in settings and cfg.get(key) is not None and float(settings[key]) != float(cfg[key]):
             out.append({"field": key, "audit": settings[key], "control": cfg[key]})
     return out

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from eraudit_core.audit._settings import null_threshold_fields
 from eraudit_core.errors import InputError
 from eraudit_core.store import Store
 
@@ -24,7 +25,7 @@ DEFAULT_NULL_LEVEL = 0.95
 NAME_RULE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 NULL_KEY = "null"
 # Settings a null threshold depends on: an audit using it must have the same values.
-NULL_SETTINGS = ("k", "search_budget", "test_budget")
+NULL_SETTINGS = null_threshold_fields()
 
 
 @dataclass(frozen=True)

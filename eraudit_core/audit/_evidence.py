@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from eraudit_core.audit._settings import stored_setting
+
 TABLE_PROMPT_NOTE = "prompt not available: scores came from a table"
 
 
@@ -128,7 +130,7 @@ def pair_evidence(
 ) -> PairEvidence:
     """The evidence of one stored pair (a `run_pairs` row), with its run's config and
     provenance (k, epsilon, min-drop, noise floor)."""
-    k = float(config.get("k", 0.001))
+    k = float(stored_setting(config, "k"))
     gain = float(pair["gain"])
     floor = run_noise_floor_value(provenance)
     drop = _opt(pair.get("worst_drop"))
@@ -152,8 +154,8 @@ def pair_evidence(
         ),
         within_noise=within_noise(drop, floor) and str(pair["status"]) == "degraded",
         noise_floor=floor,
-        min_drop=float(config.get("min_drop", 0.0) or 0.0),
-        epsilon=float(config.get("epsilon", 0.1)),
+        min_drop=float(stored_setting(config, "min_drop") or 0.0),
+        epsilon=float(stored_setting(config, "epsilon")),
         prompt=prompt_texts(pair.get("worst_prompt")),
     )
 

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from eraudit_core.audit._degradation import DEFAULT_K, is_amplified, monitored_gain
+from eraudit_core.audit._degradation import is_amplified, monitored_gain
+from eraudit_core.audit._settings import stored_setting
 
 
 @dataclass(frozen=True)
@@ -137,7 +138,8 @@ def _reason(c: ManipulationCheck, n: int) -> str:
 def run_manipulation(store: Any, run_id: str) -> ManipulationCheck:
     """`manipulation_check` of a stored run, at the k it was audited with."""
     run = store.run(run_id)
-    return manipulation_check(store.pair_results(run_id), float(run["config"].get("k", DEFAULT_K)))
+    k = float(stored_setting(run["config"], "k"))
+    return manipulation_check(store.pair_results(run_id), k)
 
 
 def manipulation_json(store: Any, run_id: str) -> dict[str, Any]:

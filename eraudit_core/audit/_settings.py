@@ -1,62 +1,123 @@
-"""Reading AuditConfig's field metadata (help, label, range, verdict flag) and the one named
-preset the dashboard opens on.
+"""Reading the audit settings AuditConfig declares, and the named presets.
 
-The CLI's options, the Run form's fields and the report's settings table are generated from
-these, so a setting's help text and valid values are written once, in `_config.py`.
+The CLI's options, the Run form's fields, the presets, the report's settings table and the
+comparability check all read the declarations through this module, so a setting's help, valid
+values and comparison rule are written once, on its field in `_config.py`.
 """
 
 from __future__ import annotations
 
-from dataclasses import Field, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from eraudit_core.audit._config import AuditConfig, Range
-from eraudit_core.audit._degradation import DEFAULT_K
+from eraudit_core.audit._config import AuditConfig
+from eraudit_core.audit._setting_spec import (
+    Cli,
+    IsoDate,
+    Kind,
+    Range,
+    Section,
+    Setting,
+    declared_settings,
+)
 from eraudit_core.errors import InputError
 
 
-def config_fields() -> tuple[Field[Any], ...]:
-    """AuditConfig's fields in declaration order, each with its metadata."""
-    return fields(AuditConfig)
+def settings() -> tuple[Setting, ...]:
+    """Every declared setting, in declaration order."""
+    return declared_settings(AuditConfig)
 
 
-def config_field(name: str) -> Field[Any]:
-    """One field of AuditConfig by name (InputError naming an unknown one)."""
-    for f in fields(AuditConfig):
-        if f.name == name:
-            return f
+def setting_named(name: str) -> Setting:
+    """One declared setting by name (InputError naming an unknown one)."""
+    for s in settings():
+        if s.name == name:
+            return s
     raise InputError(f"AuditConfig has no field {name!r}")
+
+
+def make_config(**values: Any) -> AuditConfig:
+    """A config of the declared settings (the others at their defaults), checked."""
+    return AuditConfig(**values)
+
+
+def config_from_dict(data: Mapping[str, Any]) -> AuditConfig:
+    """A stored or imported config, checked (InputError naming an unknown or bad field)."""
+    return AuditConfig.from_dict(data)
 
 
 def field_help(name: str) -> str:
     """The one help text of a setting (the CLI, the Run form and the report all show it)."""
-    return str(config_field(name).metadata["help"])
+    return setting_named(name).spec.help
 
 
 def field_label(name: str) -> str:
-    return str(config_field(name).metadata["label"])
+    return setting_named(name).spec.label
 
 
 def field_range(name: str) -> Range | None:
-    value = config_field(name).metadata.get("range")
-    return value if isinstance(value, Range) else None
+    valid = setting_named(name).spec.valid
+    return valid if isinstance(valid, Range) else None
 
 
 def verdict_fields() -> tuple[str, ...]:
     """The settings that change a verdict or a bound: two runs that differ in one of them do
     not judge the questions by the same rule. Batch size, wording, label-mass minimum, the
     draw seed and imported scores change how scores are obtained, not the rule."""
-    return tuple(f.name for f in fields(AuditConfig) if f.metadata["verdict"])
+    return tuple(s.name for s in settings() if s.spec.changes_verdicts)
+
+
+def comparison_fields() -> tuple[str, ...]:
+    """The settings two compared runs must agree on: the verdict settings and the wording
+    the verifiers read (it changes every score)."""
+    return tuple(s.name for s in settings() if s.spec.must_match)
+
+
+def control_fields() -> tuple[str, ...]:
+    """The settings a control run (or a null calibration's run) must share with the audit
+    that reads it: the null it gives depends on them."""
+    return tuple(s.name for s in settings() if s.spec.control_must_match)
+
+
+def null_threshold_fields() -> tuple[str, ...]:
+    """The numbers among `control_fields`: a null threshold is calibrated at these values
+    (k and the budgets), and an audit taking epsilon from it must use the same."""
+    numbers = (Kind.NUMBER, Kind.INTEGER)
+    return tuple(s.name for s in settings() if s.spec.control_must_match and s.kind in numbers)
+
+
+def cli_fields(*uses: Cli) -> tuple[Setting, ...]:
+    return tuple(s for s in settings() if s.spec.cli in uses)
+
+
+def form_fields(section: Section) -> tuple[Setting, ...]:
+    return tuple(s for s in settings() if s.spec.form.section == section)
+
+
+def stored_setting(config: Mapping[str, Any], name: str) -> Any:
+    """A setting of a stored config dict, its declared default when the config predates it
+    (lists for tuples, as JSON stores them)."""
+    value = config.get(name, setting_named(name).default)
+    return list(value) if isinstance(value, list | tuple) else value
+
+
+def valid_text(s: Setting) -> str | None:
+    """A setting's valid values in words ('>= 0', 'a date YYYY-MM-DD'), None when any value
+    of its kind is."""
+    valid = s.spec.valid
+    return str(valid) if isinstance(valid, Range | IsoDate) else None
 
 
 def setting_text(config: AuditConfig, name: str) -> str:
     """A setting's value as the report prints it: `unset` for None, yes/no, names joined."""
-    f = config_field(name)
+    s = next(x for x in declared_settings(type(config)) if x.name == name)
     value = getattr(config, name)
     if value is None or value == ():
-        return str(f.metadata.get("unset", "none"))
-    if name == "stop_at_target" and config.target is None:
-        return "no (no target)"
+        return s.spec.unset
+    needs = s.spec.form.needs
+    if isinstance(value, bool) and needs is not None and getattr(config, needs) is None:
+        return f"no (no {needs.replace('_', ' ')})"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, tuple):
@@ -67,23 +128,75 @@ def setting_text(config: AuditConfig, name: str) -> str:
 
 
 def config_settings(config: AuditConfig) -> list[tuple[str, str]]:
-    """(label, value) for every setting of a config, in declaration order."""
-    return [(str(f.metadata["label"]), setting_text(config, f.name)) for f in fields(config)]
+    """(label, value) for every setting of a config, in declaration order: the report's
+    settings table."""
+    return [(s.spec.label, setting_text(config, s.name)) for s in declared_settings(type(config))]
 
 
-# The dashboard's settings for the bundled demo, which fit its paraphrase pools: p* 0.8 needs
-# n* = 14 clean draws at confidence 0.95 (about half of the demo pairs have pools that large;
-# p* 0.9 would need 29, more than most pools hold);
-# epsilon 0.5 counts a paraphrase when the adapted model lost more than half of its monitored
-# gain on it. The Run form opens on it; the finished demo runs and the one-click live audit
-# are this preset with smaller budgets.
-DEMO_PRESET = AuditConfig(
-    epsilon=0.5,
-    k=DEFAULT_K,
-    confidence=0.95,
-    search_budget=20,
-    test_budget=40,
-    target=0.8,
-    tv_delta=0.0,
-    batch_size=8,
+@dataclass(frozen=True)
+class Override:
+    """One setting a preset changes, with why its value differs from the default."""
+
+    value: Any
+    reason: str
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named set of overrides of the declared defaults, with a one-line reason."""
+
+    name: str
+    reason: str
+    overrides: Mapping[str, Override] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in self.overrides:
+            setting_named(name)  # an override names a declared setting
+
+    def config(self) -> AuditConfig:
+        return make_config(**{name: o.value for name, o in self.overrides.items()})
+
+    def lines(self) -> list[str]:
+        """'Tolerance epsilon 0.5 (default 0.1): why', one per override."""
+        out = []
+        for name, o in self.overrides.items():
+            s = setting_named(name)
+            default = setting_text(AuditConfig(), name)
+            value = setting_text(self.config(), name)
+            out.append(f"{s.spec.label.split(' (')[0]} {value} (default {default}): {o.reason}")
+        return out
+
+
+DEFAULTS = Preset(
+    "library defaults",
+    "AuditConfig's own defaults, the CLI's: no target, so questions pass but are never certified.",
 )
+# The reasons' counts were measured on the bundled demo: its score tables
+# (data/demo_runs/*.csv.gz, `audit-table` at k 0.001, search budget 20, test budget 15, p* 0.8)
+# and its paraphrase sets (data/paraphrases/quality_h_rules-*.jsonl, rewordings per question).
+DEMO = Preset(
+    "demo",
+    "Fits the bundled demo's paraphrase pools; the finished demo runs and the one-click live "
+    "audit use it with smaller budgets.",
+    {
+        "epsilon": Override(
+            0.5,
+            "at 0.1 the honest demo organism reads degraded on 23 of 40 questions, at 0.5 on 15 "
+            "(the adversarial one on 32 and 25)",
+        ),
+        "search_budget": Override(
+            20, "177 of the demo's 219 questions have at most 20 search rewordings"
+        ),
+        "test_budget": Override(
+            40, "draws the whole test pool of 203 of 218 questions (rules-a; rules-b 209 of 219)"
+        ),
+        "target": Override(
+            0.8,
+            "n* = 14 clean draws, which 120 of 218 rules-a pools hold; p* 0.9 needs 29 (49 pools)",
+        ),
+        "batch_size": Override(8, "the live view redraws after every 8 paraphrases, not 16"),
+    },
+)
+PRESETS: tuple[Preset, ...] = (DEMO, DEFAULTS)
+# The dashboard's preset: the Run form opens on it.
+DEMO_PRESET = DEMO.config()

@@ -167,7 +167,7 @@ def cmd_audit_models(args: argparse.Namespace) -> int:
     parse_spec(args.post)
     if args.limit is not None and args.limit < 1:
         raise InputError(f"--limit must be >= 1 (pairs to audit), got {args.limit}")
-    config = _config(args, min_label_mass=args.min_label_mass, **_wording_config(args))
+    config = _config(args, **_wording_config(args))
     with Store(args.db) as store, ctrl_c_cancels() as ctrl_c:
         pre = spec_with_readout(args.pre, args.readout)
         post = spec_with_readout(args.post, args.readout)
@@ -204,7 +204,9 @@ def cmd_audit_models(args: argparse.Namespace) -> int:
 
 def _null_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The audit's settings a control (or a null calibration) must match."""
-    return {"k": args.k, "search_budget": args.search_budget, "test_budget": args.test_budget}
+    from eraudit_core.audit import null_threshold_fields
+
+    return {name: getattr(args, name) for name in null_threshold_fields()}
 
 
 def cmd_resume(args: argparse.Namespace) -> int:

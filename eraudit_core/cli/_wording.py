@@ -12,10 +12,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from eraudit_core.audit import field_help
-from eraudit_core.cli._option_types import strict_float
+from eraudit_core.audit import Cli, cli_fields
+from eraudit_core.cli._setting_options import add_setting_option
 from eraudit_core.errors import InputError
-from eraudit_core.verifier import MIN_LABEL_MASS, PROFILES
+from eraudit_core.verifier import PROFILES
 
 
 def add_wording_args(p: argparse.ArgumentParser) -> None:
@@ -31,12 +31,8 @@ def add_wording_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--system-file", type=Path, default=None, help="FILE with a system message")
     p.add_argument("--prefix-file", type=Path, default=None, help="FILE with the answer prefix")
-    p.add_argument(
-        "--min-label-mass",
-        type=strict_float,
-        default=MIN_LABEL_MASS,
-        help=f"{field_help('min_label_mass')} (default {MIN_LABEL_MASS})".replace("%", "%%"),
-    )
+    for setting in cli_fields(Cli.CHECKPOINT):
+        add_setting_option(p, setting)
 
 
 def _read(path: Path | None, what: str) -> str | None:

@@ -19,6 +19,7 @@ import pandas as pd
 from eraudit_core.audit import (
     BASE_TOLERANCE,
     AuditedContent,
+    control_fields,
     is_table_run,
     null_mismatches,
     stored_rewordings,
@@ -58,7 +59,7 @@ def covers_seeds(control: str, seeds: Sequence[str]) -> str:
 # Settings the paper's verdicts depend on beyond the ones a control must match: the secondary
 # McNemar tests compare verdicts only when these agree too.
 VERDICT_KEYS = ("epsilon", "confidence", "target", "min_drop", "tv_delta")
-NULL_SETTINGS_KEYS = ("k", "search_budget", "test_budget", "test_generators", "search_generators")
+NULL_SETTINGS_KEYS = control_fields()
 
 
 def question_stories(store: Store, run_id: str) -> dict[str, str]:

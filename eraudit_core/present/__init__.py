@@ -18,9 +18,7 @@ from eraudit_core.present._belief import (
     why_this_verdict,
 )
 from eraudit_core.present._compare import (
-    COMPARED_SETTINGS,
     DIFF_SORTS,
-    VERDICT_SETTINGS,
     chance_clause,
     compare_runs,
     compare_sentences,
@@ -175,8 +173,6 @@ __all__ = [
     "noise_floor_sentence",
     "pair_evidence_frame",
     "why_this_verdict",
-    "COMPARED_SETTINGS",
-    "VERDICT_SETTINGS",
     "chance_clause",
     "compare_sentences",
     "exact_mcnemar",

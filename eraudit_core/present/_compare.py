@@ -28,38 +28,20 @@ import pandas as pd
 
 from eraudit_core.audit import (
     base_difference,
+    comparison_fields,
     is_table_run,
     stored_rewordings,
-    verdict_fields,
+    stored_setting,
 )
 from eraudit_core.null import exact_mcnemar, null_json, null_reading, question_stories
 from eraudit_core.present._compare_words import differences_sentence
 from eraudit_core.store import Store
 
-# The settings that change a verdict or a bound are marked in AuditConfig's field metadata
-# (`verdict_fields`); the wording the verifiers read is plumbing there, but it changes every
-# score and so every verdict, so two runs must share it too. Two runs that differ in any of
-# these are not comparable (field = the config key in `differences`). The one list the
-# comparison, Results, Home's lead and the report use.
-WORDING_SETTINGS = ("prompt_template", "answer_prefix", "system_message")
-VERDICT_SETTINGS = (*verdict_fields(), *WORDING_SETTINGS)
-COMPARED_SETTINGS = VERDICT_SETTINGS  # the earlier name, kept for callers
-_DEFAULTS: dict[str, Any] = {
-    "min_drop": 0.0,
-    "stop_at_target": True,
-    "continue_after_counterexample": False,
-    "tolerant_prior": [1.0, 1.0],
-}
 LEVEL = 0.05
 EXACT_SIGN_FLIPS = 16  # up to 2^16 sign patterns enumerated; beyond, Monte Carlo
 MONTE_CARLO = 20_000
 PRIMARY_TEST = "exact two-sided McNemar on degraded verdicts (binomial on the discordant)"
 CLUSTERED_TEST = "story-clustered permutation (arm labels swapped per story)"
-
-
-def _setting(config: Mapping[str, Any], key: str) -> Any:
-    value = config.get(key, _DEFAULTS.get(key))
-    return list(value) if isinstance(value, list | tuple) else value
 
 
 def _sets(run: Mapping[str, Any]) -> dict[str, dict[str, Any]] | None:
@@ -69,16 +51,18 @@ def _sets(run: Mapping[str, Any]) -> dict[str, dict[str, Any]] | None:
 
 def run_differences(store: Store, run_a: str, run_b: str) -> list[dict[str, Any]]:
     """Each setting or input on which two runs differ: {"field", "a", "b"}. Empty when the
-    runs are comparable. Fields: the `VERDICT_SETTINGS` names, `base` (`base_and_generators`),
-    then `generators` (which
+    runs are comparable. Fields: the settings compared runs must agree on
+    (`comparison_fields`: the verdict settings and the wording; a config stored before a
+    setting existed has its declared default), `base` (`base_and_generators`), then
+    `generators` (which
     paraphrase sets a run used), `pool_sizes` (paraphrases per set), `paraphrase_sets` (the
     digest of each set's paraphrase TEXTS, for sets of equal size: a score table's
     probabilities are results, not settings) and `questions` (pair ids)."""
     ra, rb = store.run(run_a), store.run(run_b)
     out = [
-        {"field": key, "a": _setting(ra["config"], key), "b": _setting(rb["config"], key)}
-        for key in VERDICT_SETTINGS
-        if _setting(ra["config"], key) != _setting(rb["config"], key)
+        {"field": key, "a": a, "b": b}
+        for key in comparison_fields()
+        if (a := stored_setting(ra["config"], key)) != (b := stored_setting(rb["config"], key))
     ]
     out.extend(base_and_generators(store, run_a, run_b))
     sa, sb = _sets(ra), _sets(rb)

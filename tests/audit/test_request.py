@@ -11,14 +11,18 @@ import pytest
 from eraudit_core.audit import (
     DEMO_PRESET,
     AuditConfig,
+    Cli,
     EpsilonSource,
     Range,
     RunRequest,
+    Section,
     calibrate_epsilon,
     config_settings,
     epsilon_source,
     field_help,
     prepare_model_run,
+    setting_named,
+    settings,
     verdict_fields,
 )
 from eraudit_core.errors import InputError
@@ -28,12 +32,15 @@ from eraudit_core.verifier import MIN_LABEL_MASS
 from tests import _synthetic as synthetic
 
 
-def test_every_field_has_help_a_label_and_a_verdict_flag() -> None:
-    for f in fields(AuditConfig):
-        assert isinstance(f.metadata.get("help"), str) and f.metadata["help"].strip(), f.name
-        assert isinstance(f.metadata.get("label"), str) and f.metadata["label"].strip(), f.name
-        assert isinstance(f.metadata.get("verdict"), bool), f.name
-        assert "range" in f.metadata or "choices" in f.metadata, f.name
+def test_every_field_is_a_declared_setting_with_help_and_a_label() -> None:
+    declared = settings()
+    assert [s.name for s in declared] == [f.name for f in fields(AuditConfig)]
+    for s in declared:
+        assert s.spec.help.strip() and s.spec.label.strip(), s.name
+        assert s.default == getattr(AuditConfig(), s.name), s.name
+        # a hidden setting or one the CLI does not offer says why
+        assert s.spec.form.section != Section.HIDDEN or s.spec.form.reason, s.name
+        assert s.spec.cli != Cli.NOT_AN_OPTION or s.spec.cli_reason, s.name
     assert field_help("epsilon").startswith("A paraphrase is a counterexample when D > epsilon")
     with pytest.raises(InputError, match="no field 'eps'"):
         field_help("eps")
@@ -67,14 +74,15 @@ def _inside(r: Range) -> list[float]:
     return [0.0, -3.0, 3.0]
 
 
-RANGED = [f.name for f in fields(AuditConfig) if "range" in f.metadata]
+RANGED = [s.name for s in settings() if isinstance(s.spec.valid, Range)]
 
 
 @pytest.mark.parametrize("name", RANGED)
 def test_each_stated_range_is_what_the_config_accepts(name: str) -> None:
     """The range the form and the CLI show is the one AuditConfig enforces: a value just
     outside it is refused by name, values inside it (its closed ends included) are kept."""
-    r = AuditConfig.__dataclass_fields__[name].metadata["range"]
+    r = setting_named(name).spec.valid
+    assert isinstance(r, Range)
     base = AuditConfig(target=None)
     integer = isinstance(getattr(AuditConfig(draw_seed=0), name), int)
 

@@ -109,3 +109,27 @@ def test_the_control_run_choice_is_checked_before_an_audit_can_start(form: AppTe
     assert not form.exception, [e.message for e in form.exception]
     shown = " ".join(e.value for e in form.error)
     assert "This control run cannot be used" in shown and "base" in shown
+
+
+def test_the_preset_picker_says_why_and_switches_every_setting(form: AppTest) -> None:
+    from eraudit_core.audit import DEMO, AuditConfig
+
+    picker = next(s for s in form.selectbox if s.label == "Settings preset")
+    assert picker.value == DEMO.name
+    notes = " ".join(c.value for c in form.caption)
+    assert "Tolerance epsilon 0.5 (default 0.1): at 0.1 the honest demo organism" in notes
+    picker.set_value("library defaults").run()
+    assert not form.exception, [e.message for e in form.exception]
+    boxes = {n.label: n for n in form.number_input}
+    defaults = AuditConfig()
+    for name in ("epsilon", "search_budget", "test_budget", "batch_size"):
+        assert boxes[field_label(name)].value == getattr(defaults, name), name
+    certify = next(c for c in form.checkbox if c.label == "Certify against a target p*")
+    assert certify.value is False and boxes[field_label("target")].disabled
+    assert any(
+        m.label == "n* (successes needed for p*)" and m.value == "no target" for m in form.metric
+    )
+    # back to the demo: its values return
+    next(s for s in form.selectbox if s.label == "Settings preset").set_value("demo").run()
+    boxes = {n.label: n for n in form.number_input}
+    assert boxes[field_label("epsilon")].value == 0.5 and boxes[field_label("target")].value == 0.8

@@ -13,9 +13,8 @@ import pytest
 from scipy.stats import binomtest
 
 from eraudit_core import cli
-from eraudit_core.audit import AuditConfig, audit_table_run
+from eraudit_core.audit import AuditConfig, audit_table_run, comparison_fields
 from eraudit_core.present import (
-    VERDICT_SETTINGS,
     chance_clause,
     compare_runs,
     control_sentence,
@@ -58,7 +57,8 @@ def _run(capsys, path: Path, db: str, *extra: str) -> str:  # type: ignore[no-un
 
 def test_verdict_settings_are_config_fields_and_cover_the_issue_list() -> None:
     fields = set(AuditConfig.__dataclass_fields__)
-    assert set(VERDICT_SETTINGS) <= fields
+    compared = comparison_fields()
+    assert set(compared) <= fields
     for name in (
         "epsilon",
         "k",
@@ -73,9 +73,11 @@ def test_verdict_settings_are_config_fields_and_cover_the_issue_list() -> None:
         "search_generators",
         "test_generators",
     ):
-        assert name in VERDICT_SETTINGS
+        assert name in compared
     # negative control: settings that change neither a verdict nor a bound are not compared
-    assert "batch_size" not in VERDICT_SETTINGS and "draw_seed" not in VERDICT_SETTINGS
+    assert "batch_size" not in compared and "draw_seed" not in compared
+    # the wording changes every score, so compared runs must share it too
+    assert {"prompt_template", "answer_prefix", "system_message"} <= set(compared)
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ if st.session_state.pop("_derived_notice", None) == run_id:
         f"New run {run_id} written from the stored scores; the run it came from is unchanged."
     )
 
-explore.apply_pair_link(list(questions["pair_id"]))
+linked = explore.apply_pair_link(list(questions["pair_id"]))
 took, took_sentence = present.took_notice(store, run_id)
 (st.caption if took else st.warning)(took_sentence)
 reading = explore.control_reading(run_id)
@@ -107,6 +107,9 @@ shown = present.sort_questions(
     ),
     order,
 )
+if linked is not None and linked not in set(shown["pair_id"]):
+    st.info("The question this link opens does not match the filters above; it is listed first.")
+    shown = present.with_linked(shown, questions, linked)
 if shown.empty:
     st.warning("No question matches this search.")
     st.stop()
@@ -120,7 +123,7 @@ pair_id = st.selectbox(
     format_func=labels.get,
 )
 st.query_params["run"] = run_id
-st.query_params["pair"] = pair_id
+explore.put_pair_in_url(pair_id)
 other = state.compare_run()
 if other:
     explore.side_by_side(run_id, other, pair_id)

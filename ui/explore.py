@@ -66,13 +66,23 @@ def diff_markdown(diff: list[tuple[str, str]]) -> str:
     )
 
 
-def apply_pair_link(pair_ids: list[str]) -> None:
-    """A deep link (?pair=...) selects that question once, before the picker is drawn."""
+def apply_pair_link(pair_ids: list[str]) -> str | None:
+    """A deep link (?pair=...) selects that question once, before the picker is drawn; returns
+    its pair id on that draw (None on later draws or when the run has no such question)."""
     pid = st.query_params.get("pair")
     if pid and st.session_state.get("_applied_pair_param") != pid:
         st.session_state["_applied_pair_param"] = pid
         if pid in pair_ids:
             st.session_state[PAIR_KEY] = pid
+            return str(pid)
+    return None
+
+
+def put_pair_in_url(pair_id: str) -> None:
+    """The shown question in the URL (?pair=...), marked as applied: the page's own address is
+    not a link to apply on the next draw."""
+    st.query_params["pair"] = pair_id
+    st.session_state["_applied_pair_param"] = pair_id
 
 
 def pair_detail(run_id: str, pair_id: str) -> dict[str, Any]:

@@ -53,6 +53,7 @@ from eraudit_core.present._explore import (
     rewording_rows,
     sort_questions,
     took_notice,
+    with_linked,
     with_null_verdicts,
 )
 from eraudit_core.present._export import (
@@ -221,6 +222,7 @@ __all__ = [
     "control_reading",
     "null_detail_sentence",
     "took_notice",
+    "with_linked",
     "with_null_verdicts",
     "explorer_questions",
     "filter_questions",

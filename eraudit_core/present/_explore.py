@@ -196,6 +196,16 @@ def filter_questions(
     return out
 
 
+def with_linked(shown: pd.DataFrame, questions: pd.DataFrame, pair_id: str | None) -> pd.DataFrame:
+    """`shown` (the filtered, sorted questions) with the question a link names put first when
+    the filters leave it out: a link from Home or a comparison opens the question it names,
+    whatever filters the session still holds. Unchanged when `pair_id` is None or shown."""
+    if pair_id is None or pair_id in set(shown["pair_id"].astype(str)):
+        return shown
+    linked = questions[questions["pair_id"].astype(str) == pair_id]
+    return pd.concat([linked, shown], ignore_index=True)
+
+
 def paraphrase_matches(steps: pd.DataFrame, text: str) -> set[str]:
     """The pair ids with a scored rewording containing `text` (case-insensitive)."""
     needle = text.strip()

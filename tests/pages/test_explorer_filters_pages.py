@@ -82,3 +82,15 @@ def test_a_run_without_a_control_offers_no_null_filter(runs) -> None:
     assert not [m for m in at.multiselect if m.key == "flt-null"]
     assert len(_listed(at)) == 4 and "control" not in _listed(at)[0].split("]")[0]
     assert any(c.value.startswith("Did the adaptation take? Yes:") for c in at.caption)
+
+
+def test_a_link_opens_its_question_even_when_the_filters_leave_it_out(runs) -> None:
+    at = _explorer(run=runs["arm"], null=["better than control"], pair="q_worse")
+    assert at.selectbox(key="explorer_pair").value == "q_worse"
+    assert any("does not match the filters above" in i.value for i in at.info)
+    listed = _listed(at)
+    assert len(listed) == 2  # the linked one, then the one the filters keep
+    assert listed[0].endswith("of q_worse") and listed[1].endswith("of q_better")
+    # negative control: without the link the filters alone decide
+    plain = _explorer(run=runs["arm"], null=["better than control"])
+    assert [q[-8:] for q in _listed(plain)] == ["q_better"] and not plain.info

@@ -81,3 +81,14 @@ def test_took_here_selects_the_questions_whose_monitored_gain_is_above_k(arm_and
     took_run, sentence = present.took_notice(store, control)
     assert took_run and sentence.startswith("Did the adaptation take? Yes:")
     assert "0 of 4 monitored gains at or below k" in sentence
+
+
+def test_a_linked_question_is_listed_first_only_when_the_filters_leave_it_out(arm_and_control):
+    store, arm, _ = arm_and_control
+    q = present.explorer_questions(store, arm)
+    shown = present.filter_questions(q, took=present.TOOK_HERE)
+    assert set(shown["pair_id"]) == {"q_worse", "q_within"}
+    got = present.with_linked(shown, q, "q_few")["pair_id"].tolist()
+    assert got[0] == "q_few" and sorted(got[1:]) == ["q_within", "q_worse"]
+    assert present.with_linked(shown, q, "q_worse") is shown
+    assert present.with_linked(shown, q, None) is shown

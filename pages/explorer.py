@@ -84,7 +84,7 @@ if reading is not None and not reading["mismatches"]:
         **state.filter_widget("null", [], arrived, null_words),
     )
 elif reading is not None:
-    c2.caption(present.null_headline(store, run_id) or "")
+    c2.caption(widgets.md_escape(present.headline_from(reading, str(run["label"] or run_id))))
 for param, value, default in (
     ("q", text, ""),
     ("verdict", statuses, []),

@@ -7,6 +7,7 @@ CONTROL_POST on every rewording and the arm's is CONTROL_POST minus DIFFS[questi
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from eraudit_core.audit import AuditConfig, audit_table_run
@@ -38,8 +39,9 @@ def _table(path: Path, arm: bool, gains: dict[str, float]) -> Path:
     return write_table(path, rows)
 
 
-def arm_and_control(store: Store, work: Path) -> tuple[str, str]:
-    """(arm run id, control run id), the arm naming the control in its provenance."""
+def arm_and_control(store: Store, work: Path, arm_k: float = 0.001) -> tuple[str, str]:
+    """(arm run id, control run id), the arm naming the control in its provenance; an
+    `arm_k` other than the control's 0.001 makes a control that does not match the arm."""
     cfg = AuditConfig(epsilon=0.1, confidence=0.75, target=0.5, k=0.001)
     control = audit_table_run(
         store, _table(work / "control.csv", False, dict.fromkeys(DIFFS, 0.2)), cfg, label="control"
@@ -47,7 +49,7 @@ def arm_and_control(store: Store, work: Path) -> tuple[str, str]:
     arm = audit_table_run(
         store,
         _table(work / "arm.csv", True, ARM_GAINS),
-        cfg,
+        replace(cfg, k=arm_k),
         label="arm",
         provenance={"control_run": control},
     )

@@ -94,3 +94,18 @@ def test_a_link_opens_its_question_even_when_the_filters_leave_it_out(runs) -> N
     # negative control: without the link the filters alone decide
     plain = _explorer(run=runs["arm"], null=["better than control"])
     assert [q[-8:] for q in _listed(plain)] == ["q_better"] and not plain.info
+
+
+def test_a_control_that_does_not_match_says_why_instead_of_a_filter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "studio.duckdb"
+    with Store(db) as store:
+        arm, _ = arm_and_control(store, tmp_path, arm_k=0.01)
+    monkeypatch.setenv("ERAUDIT_DB", str(db))
+    monkeypatch.setenv("ERAUDIT_NO_DEMO", "1")
+    at = _explorer(run=arm, null=["beyond control"])
+    assert not [m for m in at.multiselect if m.key == "flt-null"]
+    why = [c.value.replace("\\", "") for c in at.caption if "cannot be read against" in c.value]
+    assert len(why) == 1 and "control" in why[0], why
+    assert len(_listed(at)) == 4

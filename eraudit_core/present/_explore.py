@@ -80,24 +80,25 @@ def with_null_verdicts(questions: pd.DataFrame, reading: dict[str, Any]) -> pd.D
 
 
 def null_detail_sentence(reading: dict[str, Any], pair_id: str) -> str | None:
-    """One question's reading against the control in words: 'Against its control (honest
-    arm): beyond control. On 6 paired rewordings this run's p(true) is 10.00 points below the
-    control's on average (90% interval of control minus this run: +8.50 to +11.50 points).'
-    None when the reading has no entry for the question."""
+    """One question's reading against the control in words: 'Against the control: beyond
+    control. On 6 paired rewordings this run's p(true) is 10.00 points below the control's on
+    average (90% interval of control minus this run: +8.50 to +11.50 points). The control:
+    honest arm.' None when the reading has no entry for the question."""
     entry = reading["pairs"].get(str(pair_id))
     if entry is None:
         return None
     verdict, detail = entry["null_verdict"], entry["null_detail"]
-    head = f"Against its control ({reading['control_label']}): {verdict}"
+    control = f"The control: {reading['control_label']}."
     if "mean_difference" not in detail:
-        return f"{head} ({detail.get('reason', 'no paired rewording')})."
+        why = detail.get("reason", "no paired rewording")
+        return f"Against the control: {verdict} ({why}). {control}"
     mean = 100 * float(detail["mean_difference"])
     low, high = (100 * float(x) for x in detail["interval"])
     where = f"{abs(mean):.2f} points {'below' if mean > 0 else 'above'}" if mean else "equal to"
     return (
-        f"{head}. On {detail['n_paired']} paired rewordings this run's p(true) is {where} the "
-        f"control's on average ({100 * detail['interval_level']:.0f}% interval of control "
-        f"minus this run: {low:+.2f} to {high:+.2f} points)."
+        f"Against the control: {verdict}. On {detail['n_paired']} paired rewordings this run's "
+        f"p(true) is {where} the control's on average ({100 * detail['interval_level']:.0f}% "
+        f"interval of control minus this run: {low:+.2f} to {high:+.2f} points). {control}"
     )
 
 

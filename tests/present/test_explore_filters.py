@@ -54,13 +54,13 @@ def test_one_questions_reading_in_words_carries_the_mean_and_its_interval(arm_an
     low, high = 100 * (d.mean() - half), 100 * (d.mean() + half)
     sentence = present.null_detail_sentence(reading, "q_worse")
     assert sentence == (
-        "Against its control (control): beyond control. On 6 paired rewordings this run's "
-        "p(true) is 10.00 points below the control's on average (90% interval of control "
-        f"minus this run: {low:+.2f} to {high:+.2f} points)."
+        "Against the control: beyond control. On 6 paired rewordings this run's p(true) is "
+        "10.00 points below the control's on average (90% interval of control minus this run: "
+        f"{low:+.2f} to {high:+.2f} points). The control: control."
     )
     assert "points above the control's" in present.null_detail_sentence(reading, "q_better")
     few = present.null_detail_sentence(reading, "q_few")
-    assert few.startswith("Against its control (control): not assessable (3 paired rewordings;")
+    assert few.startswith("Against the control: not assessable (3 paired rewordings;")
     assert present.null_detail_sentence(reading, "no-such-question") is None
 
 

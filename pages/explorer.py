@@ -27,7 +27,10 @@ if st.session_state.pop("_derived_notice", None) == run_id:
         f"New run {run_id} written from the stored scores; the run it came from is unchanged."
     )
 
-explore.apply_pair_link(list(questions["pair_id"]))
+linked = explore.apply_pair_link(list(questions["pair_id"]))
+took, took_sentence = present.took_notice(store, run_id)
+(st.caption if took else st.warning)(took_sentence)
+reading = explore.control_reading(run_id)
 # The search, filters and sort live in the session (they survive other pages) and the URL.
 arrived = state.page_arrival("explorer")
 verdicts, evidence, sorts = list(widgets.STATUS_ORDER), list(present.FLAGS), list(present.SORTS)
@@ -47,8 +50,6 @@ flags = c3.multiselect(
     "Evidence",
     evidence,
     placeholder="any evidence",
-    help="amplified (g <= k): the monitored gain is at most k, so D is the drop divided by the "
-    "k floor; choose 'not amplified' to leave those questions out",
     **state.filter_widget("evidence", [], arrived, evidence),
 )
 order = c4.selectbox(
@@ -59,20 +60,56 @@ order = c4.selectbox(
     "group, marked 'amplified'",
     **state.filter_widget("sort", sorts[0], arrived, sorts),
 )
+c1, c2, _ = st.columns([3, 4, 2])
+took_here = c1.selectbox(
+    "Did the adaptation take on this question?",
+    present.TOOK,
+    help="Whether the adaptation moved this question's monitored item: its monitored gain g "
+    "above k. Where g <= k, D divides the drop by the floor k (amplified). The run's own "
+    "answer above counts these questions.",
+    **state.filter_widget("took", present.TOOK_ANY, arrived, present.TOOK),
+)
+nulls: list[str] = []
+if reading is not None and not reading["mismatches"]:
+    questions = present.with_null_verdicts(questions, reading)
+    null_words = list(present.NULL_VERDICTS)
+    nulls = c2.multiselect(
+        "Against the control",
+        null_words,
+        placeholder="any reading",
+        help=f"Each question read against the control {reading['control_label']} on the "
+        "rewordings both runs scored (paired, one-sided at level "
+        f"{reading['level']:g} each way); 'not assessable': fewer than "
+        f"{reading['min_paired']} paired rewordings.",
+        **state.filter_widget("null", [], arrived, null_words),
+    )
+elif reading is not None:
+    c2.caption(widgets.md_escape(present.headline_from(reading, str(run["label"] or run_id))))
 for param, value, default in (
     ("q", text, ""),
     ("verdict", statuses, []),
     ("evidence", flags, []),
+    ("null", nulls, []),
+    ("took", took_here, present.TOOK_ANY),
     ("sort", order, sorts[0]),
 ):
     state.put_filter(param, value, default)
 hits = present.paraphrase_matches(store.steps(run_id), text) if text.strip() else set()
 shown = present.sort_questions(
     present.filter_questions(
-        questions, text=text, statuses=statuses, flags=flags, paraphrase_hits=hits
+        questions,
+        text=text,
+        statuses=statuses,
+        flags=flags,
+        paraphrase_hits=hits,
+        null_verdicts=nulls,
+        took=took_here,
     ),
     order,
 )
+if linked is not None and linked not in set(shown["pair_id"]):
+    st.info("The question this link opens does not match the filters above; it is listed first.")
+    shown = present.with_linked(shown, questions, linked)
 if shown.empty:
     st.warning("No question matches this search.")
     st.stop()
@@ -86,11 +123,13 @@ pair_id = st.selectbox(
     format_func=labels.get,
 )
 st.query_params["run"] = run_id
-st.query_params["pair"] = pair_id
+explore.put_pair_in_url(pair_id)
 other = state.compare_run()
 if other:
     explore.side_by_side(run_id, other, pair_id)
 explore.why_this_verdict(run_id, pair_id)
+if reading is not None and not reading["mismatches"]:
+    st.markdown(widgets.md_escape(present.null_detail_sentence(reading, pair_id) or ""))
 
 d = explore.pair_detail(run_id, pair_id)
 row, config = d["row"], d["run"]["config"]
@@ -121,15 +160,16 @@ c[3].metric(
 explore.bound_notes(row, config)
 explore.label_mass_note(run_id)
 
-st.plotly_chart(
-    present.bound_trajectory_figure(
-        d["trajectory"],
-        title="Bound per test generator",
-        target=config.get("target"),
-        empty_message=explore.no_stage2_reason(row),
-    ),
-    key="explorer-trajectory",
-)
+if d["trajectory"].empty:  # a sentence, not an empty chart whose note a phone cuts off
+    st.markdown("**Bound per test generator**")
+    st.caption(explore.no_stage2_reason(row))
+else:
+    st.plotly_chart(
+        present.bound_trajectory_figure(
+            d["trajectory"], title="Bound per test generator", target=config.get("target")
+        ),
+        key="explorer-trajectory",
+    )
 st.plotly_chart(
     present.paraphrase_d_figure(d["steps"], epsilon=config["epsilon"]), key="explorer-d"
 )

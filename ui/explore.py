@@ -13,9 +13,34 @@ from ui import state
 PAIR_KEY = "explorer_pair"
 
 
+def control_reading(run_id: str) -> dict[str, Any] | None:
+    """The run read against the control it names (`present.control_reading`), or None when it
+    names none in this store: what the Explorer's 'Against the control' filter selects by.
+    Read again only when either run's progress changed (a reading costs about 0.5 s on the
+    demo's 222 questions, and the Explorer reruns on every filter change)."""
+    store = state.get_store()
+    control = present.control_run_of(store.run(run_id).get("provenance"))
+    if not control or not store.has_run(control):
+        return None
+    return _reading(state.db_path(), run_id, _progress(run_id), control, _progress(control))
+
+
+def _progress(run_id: str) -> tuple[str, int, str]:
+    rec = state.get_store().run_progress(run_id)
+    return (str(rec["status"]), int(rec["pairs_done"]), str(rec["finished_at"]))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _reading(
+    path: str, run_id: str, run_key: tuple, control: str, control_key: tuple
+) -> dict[str, Any] | None:
+    return present.control_reading(state.get_store(), run_id)
+
+
 def question_label(row: Mapping[str, Any]) -> str:
-    """'#12 [degraded] D 14.2, drop 0.08 - Which ...': what the picker lists per question;
-    an amplified question (g <= k) says so after its verdict."""
+    """'#12 [degraded; beyond control] D 14.2, drop 0.08 - Which ...': what the picker lists
+    per question; the reading against the control follows the verdict where the run has one,
+    and an amplified question (g <= k) says so after them."""
     q = " ".join(str(row["hidden_question"]).split())
     d, drop = row.get("max_d"), row.get("worst_drop")
     numbers = ", ".join(
@@ -24,7 +49,9 @@ def question_label(row: Mapping[str, Any]) -> str:
         if value is not None and value == value
     )
     amplified = " amplified (g <= k)," if row.get("amplified") in (True,) else ""
-    return f"#{row['pair_index']} [{row['status']}]{amplified} {numbers} - {q[:90]}"
+    null = row.get("null_verdict")
+    verdict = f"{row['status']}; {null}" if isinstance(null, str) else row["status"]
+    return f"#{row['pair_index']} [{verdict}]{amplified} {numbers} - {q[:90]}"
 
 
 def diff_markdown(diff: list[tuple[str, str]]) -> str:
@@ -39,13 +66,23 @@ def diff_markdown(diff: list[tuple[str, str]]) -> str:
     )
 
 
-def apply_pair_link(pair_ids: list[str]) -> None:
-    """A deep link (?pair=...) selects that question once, before the picker is drawn."""
+def apply_pair_link(pair_ids: list[str]) -> str | None:
+    """A deep link (?pair=...) selects that question once, before the picker is drawn; returns
+    its pair id on that draw (None on later draws or when the run has no such question)."""
     pid = st.query_params.get("pair")
     if pid and st.session_state.get("_applied_pair_param") != pid:
         st.session_state["_applied_pair_param"] = pid
         if pid in pair_ids:
             st.session_state[PAIR_KEY] = pid
+            return str(pid)
+    return None
+
+
+def put_pair_in_url(pair_id: str) -> None:
+    """The shown question in the URL (?pair=...), marked as applied: the page's own address is
+    not a link to apply on the next draw."""
+    st.query_params["pair"] = pair_id
+    st.session_state["_applied_pair_param"] = pair_id
 
 
 def pair_detail(run_id: str, pair_id: str) -> dict[str, Any]:

@@ -257,7 +257,7 @@ def acknowledge_runs(run_ids: list[str]) -> None:
 # own reruns the widgets rule and the URL follows.
 
 PAGE_KEYS: dict[str, tuple[str, ...]] = {
-    "explorer": ("q", "verdict", "evidence", "sort", "pair"),
+    "explorer": ("q", "verdict", "evidence", "null", "took", "sort", "pair"),
     "results": ("show", "colour", "amplified", "min_drop", "together", "only_diff", "diff_sort"),
 }
 _FILTER_PAGE = "_filter_page"

@@ -1,5 +1,6 @@
 """The Question explorer's views: questions sorted by how much they need an
-auditor's eye, filtered by verdict and evidence, and one question's rewordings as rows an
+auditor's eye, filtered by verdict, evidence, the reading against the control and whether the
+adaptation moved the question's monitored item, and one question's rewordings as rows an
 auditor can read (word diff against the original wording, the prompt, labels).
 
 Everything here is read from stored rows; nothing changes a verdict.
@@ -13,8 +14,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from eraudit_core.audit import prompt_texts, within_noise, word_diff
+from eraudit_core.audit import prompt_texts, run_manipulation, within_noise, word_diff
+from eraudit_core.null import NULL_VERDICTS, null_reading
 from eraudit_core.present._belief import noise_floor_of, pair_evidence_frame
+from eraudit_core.present._manipulation import took_line
 from eraudit_core.present._views import question_summary
 from eraudit_core.store import Store
 
@@ -29,11 +32,17 @@ SORTS = (
     "benchmark order",
 )
 FLAGS = (
-    "amplified (g <= k)",
     "within numerical precision",
     "has a counterexample",
-    "not amplified",
 )
+# "Did the adaptation take?" asked of one question: did its monitored item gain more than k?
+# The run-level answer (`audit.manipulation_check`) counts exactly these questions: it took
+# when fewer than half have a monitored gain at or below k. A question at or below k is the
+# one whose D is "amplified" (the drop divided by the floor k).
+TOOK_ANY = "every question"
+TOOK_HERE = "took here: monitored gain above k"
+NOT_TOOK_HERE = "did not take here: monitored gain at or below k (amplified)"
+TOOK = (TOOK_ANY, TOOK_HERE, NOT_TOOK_HERE)
 # A drop this small is float rounding, not a change the model made (float32 carries about 7
 # significant digits); with a measured numerical precision, the floor is the limit.
 PRECISION = 1e-6
@@ -50,6 +59,62 @@ def explorer_questions(store: Store, run_id: str) -> pd.DataFrame:
         ["pair_id", "worst_drop", "amplified", "within_noise", "worst_text"]
     ]
     return questions.merge(ev, on="pair_id", how="left")
+
+
+def control_reading(store: Store, run_id: str) -> dict[str, Any] | None:
+    """The run read against the control its provenance names (`null.null_reading`), or None
+    when it names none or the control is not in this store: the Explorer offers the null
+    verdict as a filter only then."""
+    return null_reading(store, run_id)
+
+
+def with_null_verdicts(questions: pd.DataFrame, reading: dict[str, Any]) -> pd.DataFrame:
+    """`questions` with a `null_verdict` column (one of NULL_VERDICTS) from a reading; a
+    question the reading does not cover (it finished after the reading) is not assessable."""
+    pairs = reading["pairs"]
+    verdicts = [
+        str((pairs.get(str(p)) or {}).get("null_verdict", NULL_VERDICTS[-1]))
+        for p in questions["pair_id"]
+    ]
+    return questions.assign(null_verdict=verdicts)
+
+
+def null_detail_sentence(reading: dict[str, Any], pair_id: str) -> str | None:
+    """One question's reading against the control in words: 'Against the control: beyond
+    control. On 6 paired rewordings this run's p(true) is 10.00 points below the control's on
+    average (90% interval of control minus this run: +8.50 to +11.50 points). The control:
+    honest arm.' None when the reading has no entry for the question."""
+    entry = reading["pairs"].get(str(pair_id))
+    if entry is None:
+        return None
+    verdict, detail = entry["null_verdict"], entry["null_detail"]
+    control = f"The control: {reading['control_label']}."
+    if "mean_difference" not in detail:
+        why = detail.get("reason", "no paired rewording")
+        return f"Against the control: {verdict} ({why}). {control}"
+    mean = 100 * float(detail["mean_difference"])
+    low, high = (100 * float(x) for x in detail["interval"])
+    where = f"{abs(mean):.2f} points {'below' if mean > 0 else 'above'}" if mean else "equal to"
+    return (
+        f"Against the control: {verdict}. On {detail['n_paired']} paired rewordings this run's "
+        f"p(true) is {where} the control's on average ({100 * detail['interval_level']:.0f}% "
+        f"interval of control minus this run: {low:+.2f} to {high:+.2f} points). {control}"
+    )
+
+
+def took_notice(store: Store, run_id: str) -> tuple[bool, str]:
+    """(took, sentence): the run-level answer the Explorer states above its filters, with the
+    monitored task before and after and how many monitored gains are at or below k (the
+    questions the 'did not take here' filter selects)."""
+    check = run_manipulation(store, run_id)
+    answer = "Yes" if check.took else "No"
+    out = f"Did the adaptation take? {answer}: {took_line(check)}."
+    if check.n_pairs and not check.took:
+        out += (
+            " On those questions D divides a drop by the floor k: a ratio of noise to k, not a "
+            "finding."
+        )
+    return check.took, out
 
 
 def moved_drop(questions: pd.DataFrame) -> pd.Series:
@@ -98,27 +163,48 @@ def filter_questions(
     statuses: Sequence[str] = (),
     flags: Sequence[str] = (),
     paraphrase_hits: set[str] | None = None,
+    null_verdicts: Sequence[str] = (),
+    took: str = TOOK_ANY,
 ) -> pd.DataFrame:
-    """Rows whose status is chosen, that carry every chosen flag (FLAGS), and whose hidden
-    question contains `text` (case-insensitive) or, when `paraphrase_hits` is given, one of
-    whose rewordings did (those pair ids)."""
+    """Rows whose status is chosen, that carry every chosen flag (FLAGS), whose null verdict
+    (column `null_verdict`, `with_null_verdicts`) is chosen, on whose monitored item the
+    adaptation took or not as `took` (one of TOOK) says, and whose hidden question contains
+    `text` (case-insensitive) or, when `paraphrase_hits` is given, one of whose rewordings did
+    (those pair ids)."""
     out = questions
     if statuses:
         out = out[out["status"].isin(list(statuses))]
     for flag in flags:
         column = {
-            FLAGS[0]: out["amplified"].fillna(False).astype(bool),
-            FLAGS[1]: out["within_noise"].fillna(False).astype(bool),
-            FLAGS[2]: out["n_counterexamples"].fillna(0).astype(int) > 0,
-            FLAGS[3]: ~out["amplified"].fillna(False).astype(bool),
+            FLAGS[0]: out["within_noise"].fillna(False).astype(bool),
+            FLAGS[1]: out["n_counterexamples"].fillna(0).astype(int) > 0,
         }[flag]
         out = out[column]
+    if null_verdicts:
+        if "null_verdict" not in out:
+            raise ValueError("null verdicts: these questions were not read against a control")
+        out = out[out["null_verdict"].isin(list(null_verdicts))]
+    if took not in TOOK:
+        raise ValueError(f"took: {took!r} is not one of {', '.join(TOOK)}")
+    if took != TOOK_ANY:
+        amplified = out["amplified"].fillna(False).astype(bool)
+        out = out[~amplified if took == TOOK_HERE else amplified]
     needle = text.strip()
     if needle:
         in_question = out["hidden_question"].str.contains(needle, case=False, regex=False, na=False)
         in_rewording = out["pair_id"].isin(paraphrase_hits or set())
         out = out[in_question | in_rewording]
     return out
+
+
+def with_linked(shown: pd.DataFrame, questions: pd.DataFrame, pair_id: str | None) -> pd.DataFrame:
+    """`shown` (the filtered, sorted questions) with the question a link names put first when
+    the filters leave it out: a link from Home or a comparison opens the question it names,
+    whatever filters the session still holds. Unchanged when `pair_id` is None or shown."""
+    if pair_id is None or pair_id in set(shown["pair_id"].astype(str)):
+        return shown
+    linked = questions[questions["pair_id"].astype(str) == pair_id]
+    return pd.concat([linked, shown], ignore_index=True)
 
 
 def paraphrase_matches(steps: pd.DataFrame, text: str) -> set[str]:

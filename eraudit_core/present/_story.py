@@ -222,9 +222,11 @@ def lead_sentence(store: Store, table: pd.DataFrame) -> str | None:
     reading = null_reading(store, str(a["run_id"]), control=str(c["run_id"]))
     if reading is None:
         return None
+    # one name per run on Home: the control as the table names it, not by its stored label
+    reading = {**reading, "control_label": str(c["checkpoint"])}
     sentence = headline_from(reading, str(a["checkpoint"]))
     first = _not_taken_clause(a, c)
-    return f"{first}; read against each other, {sentence}" if first else sentence
+    return f"{first}. Read against each other: {sentence}" if first else sentence
 
 
 def story_lead(table: pd.DataFrame) -> str | None:

@@ -1,8 +1,10 @@
 """Controls that go where they say, and a live panel a person can follow, in a real browser:
 
+- Home's lead and the sentences under it name one pair, the one the "Here:" rule names;
 - Home's "Explore the ... arm" opens the Question explorer on that arm's most severe question;
 - a question of a comparison (Results) opens the Explorer on it with both runs side by side;
-- the Explorer's filters and sort survive a reload (they are in the URL);
+- the Explorer's filters and sort survive a reload (they are in the URL), the reading against
+  the control and "did the adaptation take here" among them;
 - the live panel's bound chart is on the first screen at 1400x900 and 390x844 and keeps its
   axes while the run advances (a table-backed audit whose pace the test sets: PaceGate).
 
@@ -52,17 +54,21 @@ def browser():  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     from eraudit_core.store import Store
+    from tests._control_pair import arm_and_control
     from tests._synthetic import build_synthetic_store
 
     work = tmp_path_factory.mktemp("controls")
     db = work / "studio.duckdb"
     with Store(db) as store:
         info = build_synthetic_store(store, n_pairs=4, n_search=2, n_test=8)
+        arm, control = arm_and_control(store, work)
     return {
         "db": str(db),
         "work": str(work),
         "honest": info.run_ids["honest"],
         "adversarial": info.run_ids["adversarial"],
+        "arm": arm,  # names `control` as its control: the Explorer reads it against it
+        "control": control,
     }
 
 
@@ -145,7 +151,33 @@ def test_explorer_filters_and_sort_survive_a_reload(server, two_runs, browser) -
     page.close()
 
 
-# -- Home's Explore buttons (the embedded demo) -------------------------------------------------
+def test_explorer_control_and_took_filters_survive_a_reload(server, two_runs, browser) -> None:  # type: ignore[no-untyped-def]
+    page = browser.new_page(viewport=WIDE)
+    open_page(page, f"{server}/explorer?run={two_runs['arm']}", "Why this verdict")
+    pick(page, "Sort", "lowest bound")
+    page.wait_for_url(re.compile(r"sort=lowest"), timeout=30_000)
+    pick(page, "Did the adaptation take on this question?", "took here")
+    page.wait_for_url(re.compile(r"took=took"), timeout=30_000)
+    pick(page, "Against the control", "beyond control")
+    page.wait_for_url(re.compile(r"null=beyond"), timeout=30_000)
+    page.keyboard.press("Escape")  # a multiselect keeps its list open after a choice
+    before = page.url
+    page.reload()
+    page.get_by_text("Why this verdict").first.wait_for(timeout=60_000)
+    settle(page)
+    for param in ("took=took", "null=beyond", "sort=lowest"):
+        assert param in page.url, (param, before, page.url)
+    assert "took here" in _picker_text(page, "Did the adaptation take")
+    assert "lowest bound" in _picker_text(page, "Sort")
+    chosen = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Against the control")
+    assert "beyond control" in chosen.inner_text()
+    # one question of the four is beyond its control and took (tests/_control_pair.py)
+    picker = _picker_text(page, "Hidden question (")
+    assert "(1 of 4" in picker and "beyond control" in picker, picker
+    page.close()
+
+
+# -- Home (the embedded demo): one story, and Explore buttons -----------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -156,29 +188,61 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return {"db": str(demo_store_copy(work / "studio.duckdb")), "work": str(work)}
 
 
-@pytest.mark.timeout(
-    1800
-)  # importing the demo for the store copy: 80-110 s idle, >600 s at load 20
-def test_explore_opens_the_explorer_on_the_arms_most_severe_question(demo_db, browser) -> None:  # type: ignore[no-untyped-def]
-    from eraudit_core import present
-    from eraudit_core.store import Store
-
-    with Store(demo_db["db"]) as store:
-        q = present.explorer_questions(store, "demo-concealed")
-        severe = present.sort_questions(q, present.SORTS[0]).iloc[0]
+@pytest.fixture(scope="module")
+def demo_home(demo_db, browser):  # type: ignore[no-untyped-def]
+    """(dashboard URL, a page on Home once its Explore buttons are drawn)."""
     log = Path(demo_db["work"]) / "streamlit.log"
     with dashboard(demo_db["db"], log, ERAUDIT_NO_DEMO="") as url:
         page = browser.new_page(viewport=WIDE)
         page.goto(url)  # Home computes the demo's tables: seconds idle, minutes at load 20
         page.get_by_role("button", name="Explore the concealed arm").wait_for(timeout=600_000)
         settle(page)
-        page.get_by_role("button", name="Explore the concealed arm").click()
-        page.wait_for_url(re.compile(r"/explorer\?"), timeout=60_000)
-        page.get_by_text("Why this verdict").first.wait_for(timeout=60_000)
-        settle(page)
-        assert "run=demo-concealed" in page.url and f"pair={severe['pair_id']}" in page.url
-        assert f"#{severe['pair_index']} [" in _picker_text(page, "Hidden question (")
+        yield url, page
         page.close()
+
+
+PAIR_PATTERNS = (  # the sentences under Home's lead that name an arm and its control
+    r"Here: (\S+) against its control (\S+)\.",
+    r"(\S+) beside its control (\S+):",
+    r"hidden questions (\S+) has accuracy [^,]+, its control (\S+) ",
+)
+
+
+@pytest.mark.timeout(1800)  # the demo store copy: 80-110 s idle, >600 s at load 20
+def test_home_lead_and_the_sentences_under_it_name_one_pair(demo_home) -> None:  # type: ignore[no-untyped-def]
+    _, page = demo_home
+    main = page.locator('[data-testid="stMain"]').inner_text()
+    paragraphs = [p.strip() for p in main.split("\n") if p.strip()]
+    lead = paragraphs[paragraphs.index("ER-Audit Studio") + 1]
+    first_section = main[: main.index("Explore the ")]
+    pairs = [m.groups() for pat in PAIR_PATTERNS for m in re.finditer(pat, first_section)]
+    assert len(pairs) == len(PAIR_PATTERNS) and len(set(pairs)) == 1, pairs
+    arm, control = pairs[0]
+    assert arm in lead and control in lead, (arm, control, lead)
+    # the lead names no run of another pair on the page (the model organisms' section)
+    others = {
+        name for pat in PAIR_PATTERNS[:1] for m in re.finditer(pat, main) for name in m.groups()
+    }
+    assert others - {arm, control}, "the page names a second pair under its own rule"
+    for name in others - {arm, control}:
+        assert not re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", lead), (name, lead)
+
+
+@pytest.mark.timeout(1800)  # the demo store copy: 80-110 s idle, >600 s at load 20
+def test_explore_opens_the_explorer_on_the_arms_most_severe_question(demo_db, demo_home) -> None:  # type: ignore[no-untyped-def]
+    from eraudit_core import present
+    from eraudit_core.store import Store
+
+    with Store(demo_db["db"]) as store:
+        q = present.explorer_questions(store, "demo-concealed")
+        severe = present.sort_questions(q, present.SORTS[0]).iloc[0]
+    _, page = demo_home
+    page.get_by_role("button", name="Explore the concealed arm").click()
+    page.wait_for_url(re.compile(r"/explorer\?"), timeout=60_000)
+    page.get_by_text("Why this verdict").first.wait_for(timeout=60_000)
+    settle(page)
+    assert "run=demo-concealed" in page.url and f"pair={severe['pair_id']}" in page.url
+    assert f"#{severe['pair_index']} [" in _picker_text(page, "Hidden question (")
 
 
 # -- the live panel's chart ---------------------------------------------------------------------

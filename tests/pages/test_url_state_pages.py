@@ -158,12 +158,14 @@ def test_explorer_filters_survive_other_pages_and_go_in_the_url(
 def test_explorer_filters_come_back_from_the_url(filled: synthetic.SyntheticInfo) -> None:
     at = app()
     at.query_params["sort"] = "largest drop"
-    at.query_params["evidence"] = ["not amplified"]
+    at.query_params["evidence"] = ["has a counterexample"]
+    at.query_params["took"] = "took here: monitored gain above k"
     at.query_params["q"] = "ship"
     at.switch_page("pages/explorer.py").run()  # a link that lands on the Explorer
     no_errors(at)
     assert at.selectbox(key="flt-sort").value == "largest drop"
-    assert at.multiselect(key="flt-evidence").value == ["not amplified"]
+    assert at.multiselect(key="flt-evidence").value == ["has a counterexample"]
+    assert at.selectbox(key="flt-took").value == "took here: monitored gain above k"
     assert at.text_input(key="flt-q").value == "ship"
     # a value the page does not know falls back to the default (never an exception)
     bad = app()

@@ -90,10 +90,11 @@ def test_amplified_questions_rank_after_the_others_whatever_their_d():
     assert moved == [0.08, 0.30, 0.10, 0.0, 0.0, 0.0, 0.01]
     # negative control: by largest D the amplified questions lead, as they used to
     assert present.sort_questions(q, "largest D")["pair_id"].tolist()[:2] == ["amp2", "amp"]
-    # the Evidence filter can leave the amplified questions out, or keep only them
-    kept = present.filter_questions(q, flags=["not amplified"])["pair_id"].tolist()
+    # the "did the adaptation take here" filter leaves the amplified questions out, or keeps
+    # only them
+    kept = present.filter_questions(q, took=present.TOOK_HERE)["pair_id"].tolist()
     assert "amp" not in kept and "amp2" not in kept and len(kept) == 5
-    only = present.filter_questions(q, flags=["amplified (g <= k)"])["pair_id"].tolist()
+    only = present.filter_questions(q, took=present.NOT_TOOK_HERE)["pair_id"].tolist()
     assert only == ["amp", "amp2"]
 
 

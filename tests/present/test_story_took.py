@@ -73,7 +73,7 @@ def test_a_lead_whose_adaptation_did_not_take_says_so_first(runs) -> None:  # ty
         "The adaptation did not take for flat or for its control flat-control (4 and 4 of 4 "
         "monitored gains at or below k, respectively)"
     )
-    assert "not findings; read against each other, flat" in lead
+    assert "not findings. Read against each other: flat against flat-control" in lead
     assert "Question by question: 0 worse than the control, 0 better" in lead
     numbers = story_lead(table)
     assert numbers is not None and "the audit marks 3 vs 0 questions degraded (not findings" in (

@@ -162,13 +162,13 @@ def primary_sentence(
     if p < 1 - float(primary.get("level", PRIMARY_LEVEL)):
         way = "less" if mean > 0 else "more"
         head = (
-            f"On reworded questions, {name} gave the true answer {points(abs(mean))} points "
-            f"{way} probability than its control {control} did, on average over "
+            f"On reworded questions, {name} put {points(abs(mean))} points {way} probability "
+            f"on the true answer than its control {control} did, on average over "
             f"{primary['n_questions']} questions"
         )
     else:
         head = (
-            f"On reworded questions, {name} gave the true answer about the same probability "
+            f"On reworded questions, {name} put about the same probability on the true answer "
             f"as its control {control}, on average over {primary['n_questions']} questions "
             f"(extra loss {points(mean)} points"
         )

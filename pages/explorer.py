@@ -8,14 +8,14 @@ from __future__ import annotations
 import streamlit as st
 
 from eraudit_core import present
-from ui import entry, explore, rewordings, state, widgets
+from ui import entry, explore, rewordings, run_picking, store_access, url_filters, widgets
 
 entry.ensure_navigation()
 st.title("Question explorer")
 run_id = widgets.need_run()
 if run_id is None:
     st.stop()
-store = state.get_store()
+store = store_access.get_store()
 run = store.run(run_id)
 questions = present.explorer_questions(store, run_id)
 if questions.empty:
@@ -29,19 +29,19 @@ if st.session_state.pop("_derived_notice", None) == run_id:
 
 explore.apply_pair_link(list(questions["pair_id"]))
 # The search, filters and sort live in the session (they survive other pages) and the URL.
-arrived = state.page_arrival("explorer")
+arrived = url_filters.page_arrival("explorer")
 verdicts, evidence, sorts = list(widgets.STATUS_ORDER), list(present.FLAGS), list(present.SORTS)
 c1, c2, c3, c4 = st.columns([3, 2, 2, 2])
 text = c1.text_input(
     "Search questions and rewordings",
     placeholder="a word from a question or a paraphrase",
-    **state.filter_widget("q", "", arrived),
+    **url_filters.filter_widget("q", "", arrived),
 )
 statuses = c2.multiselect(
     "Verdict",
     verdicts,
     placeholder="all verdicts",
-    **state.filter_widget("verdict", [], arrived, verdicts),
+    **url_filters.filter_widget("verdict", [], arrived, verdicts),
 )
 flags = c3.multiselect(
     "Evidence",
@@ -49,7 +49,7 @@ flags = c3.multiselect(
     placeholder="any evidence",
     help="amplified (g <= k): the monitored gain is at most k, so D is the drop divided by the "
     "k floor; choose 'not amplified' to leave those questions out",
-    **state.filter_widget("evidence", [], arrived, evidence),
+    **url_filters.filter_widget("evidence", [], arrived, evidence),
 )
 order = c4.selectbox(
     "Sort",
@@ -57,7 +57,7 @@ order = c4.selectbox(
     help="most severe first: by the drop in p(true) on the worst rewording (beyond the "
     "numerical precision), largest first; amplified questions (g <= k) follow in their own "
     "group, marked 'amplified'",
-    **state.filter_widget("sort", sorts[0], arrived, sorts),
+    **url_filters.filter_widget("sort", sorts[0], arrived, sorts),
 )
 for param, value, default in (
     ("q", text, ""),
@@ -65,7 +65,7 @@ for param, value, default in (
     ("evidence", flags, []),
     ("sort", order, sorts[0]),
 ):
-    state.put_filter(param, value, default)
+    url_filters.put_filter(param, value, default)
 hits = present.paraphrase_matches(store.steps(run_id), text) if text.strip() else set()
 shown = present.sort_questions(
     present.filter_questions(
@@ -87,7 +87,7 @@ pair_id = st.selectbox(
 )
 st.query_params["run"] = run_id
 st.query_params["pair"] = pair_id
-other = state.compare_run()
+other = run_picking.compare_run()
 if other:
     explore.side_by_side(run_id, other, pair_id)
 explore.why_this_verdict(run_id, pair_id)

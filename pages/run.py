@@ -6,11 +6,11 @@ import streamlit as st
 
 from eraudit_core.errors import InputError, StoreError
 from eraudit_core.null import FULL_BUDGETS_NOTE, request_with_control
-from ui import calibrate, entry, live, runview, state, widgets
+from ui import calibrate, entry, live, run_picking, runview, store_access, widgets
 
 entry.ensure_navigation()
 st.title("Run an audit")
-store = state.get_store()
+store = store_access.get_store()
 
 # -- which run to watch: the URL (?watch=...), this session's last launch, or a running run ----
 watch = runview.run_to_watch()
@@ -127,11 +127,11 @@ with st.expander("Advanced"):
         settings={"k": k, "search_budget": search_budget, "test_budget": test_budget},
     )
     min_label_mass = st.number_input(**setting("min_label_mass"), step=0.05)
-stored_runs = state.runs_frame()
+stored_runs = store_access.runs_frame()
 control = st.selectbox(
     "Control run",
     ["", *(stored_runs["run_id"] if not stored_runs.empty else [])],
-    format_func=lambda r: "none" if not r else state.run_label(stored_runs, r),
+    format_func=lambda r: "none" if not r else run_picking.run_label(stored_runs, r),
     help="An adaptation that should not hurt, audited on the same base, questions, generators, "
     "budgets and k. Each question is then read against it (beyond / better than / within "
     "control) and the run leads with one test over questions; every paraphrase of both "

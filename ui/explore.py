@@ -8,7 +8,7 @@ from typing import Any
 import streamlit as st
 
 from eraudit_core import present
-from ui import state
+from ui import run_picking, store_access
 
 PAIR_KEY = "explorer_pair"
 
@@ -50,7 +50,7 @@ def apply_pair_link(pair_ids: list[str]) -> None:
 
 def pair_detail(run_id: str, pair_id: str) -> dict[str, Any]:
     """The stored verdict, options and every scored paraphrase of one question in one run."""
-    store = state.get_store()
+    store = store_access.get_store()
     run = store.run(run_id)
     pairs = store.pair_results(run_id)
     row = pairs.loc[pairs["pair_id"] == pair_id].iloc[0].to_dict()
@@ -77,7 +77,7 @@ def why_this_verdict(run_id: str, pair_id: str) -> None:
     the original wording, and the exact prompt the adapted model read."""
     from ui.widgets import md_escape
 
-    why = present.why_this_verdict(state.get_store(), run_id, pair_id)
+    why = present.why_this_verdict(store_access.get_store(), run_id, pair_id)
     ev = why["evidence"]
     st.subheader("Why this verdict")
     st.markdown(md_escape(why["sentence"]))
@@ -109,7 +109,7 @@ def label_mass_note(run_id: str) -> None:
     from eraudit_core.audit import run_label_mass
 
     parts = []
-    for side, mass in run_label_mass(state.get_store(), run_id).items():
+    for side, mass in run_label_mass(store_access.get_store(), run_id).items():
         if mass["n"]:
             parts.append(
                 f"{side} {mass['median']:.3f} (min {mass['min']:.3f}, {mass['n']} prompts)"
@@ -165,7 +165,7 @@ def no_stage2_reason(row: Mapping[str, Any]) -> str:
 def most_severe_pair(run_id: str) -> str | None:
     """The question the Explorer lists first under its default sort ("most severe first"):
     what an "Explore" button opens. None when no question of the run has finished."""
-    questions = present.explorer_questions(state.get_store(), run_id)
+    questions = present.explorer_questions(store_access.get_store(), run_id)
     if questions.empty:
         return None
     return str(present.sort_questions(questions, present.SORTS[0])["pair_id"].iloc[0])
@@ -173,9 +173,9 @@ def most_severe_pair(run_id: str) -> str | None:
 
 def open_question(run_id: str, pair_id: str, compare: str | None = None) -> None:
     """Go to the Explorer on one question of `run_id`, beside `compare` when given."""
-    state.select_run(run_id)
+    run_picking.select_run(run_id)
     if compare:
-        state.set_compare_run(compare)
+        run_picking.set_compare_run(compare)
     st.session_state.pop("_applied_pair_param", None)  # the link's pair is applied once
     params = {"run": run_id, "pair": pair_id, **({"compare": compare} if compare else {})}
     st.switch_page("pages/explorer.py", query_params=params)
@@ -186,7 +186,7 @@ def open_most_severe(run_id: str) -> None:
     question has finished, where the run's state is explained)."""
     pair_id = most_severe_pair(run_id)
     if pair_id is None:
-        state.select_run(run_id)
+        run_picking.select_run(run_id)
         st.switch_page("pages/results.py", query_params={"run": run_id})
     else:
         open_question(run_id, pair_id)
@@ -206,7 +206,7 @@ def side_by_side(run_id: str, other: str, pair_id: str) -> None:
     bound and worst rewording of each, so a difference row of a comparison reads here."""
     from ui.widgets import fmt, md_escape, status_badge
 
-    store = state.get_store()
+    store = store_access.get_store()
     names = present.run_names(store, [run_id, other])
     st.subheader("This question in both runs")
     cols = st.columns(2)

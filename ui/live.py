@@ -20,7 +20,7 @@ import streamlit as st
 from eraudit_core import present
 from eraudit_core.errors import StoreError
 from eraudit_core.text import safe_label
-from ui import state, widgets
+from ui import store_access, widgets
 from ui.runview import ACTIVE
 
 # Each poll reruns the panel and the browser redraws its charts, on the cores that score: at
@@ -33,7 +33,7 @@ FOLLOW = ""  # the question picker's "follow the question being scored" choice
 @st.cache_data(show_spinner=False, max_entries=32)
 def _plans(path: str, run_id: str) -> dict[str, int]:
     """Planned paraphrases per question (fixed for a run: its inputs are recorded)."""
-    store = state.get_store()
+    store = store_access.get_store()
     return present.run_plans(store, store.run(run_id))
 
 
@@ -41,27 +41,27 @@ def _plans(path: str, run_id: str) -> dict[str, int]:
 def _steps(path: str, run_id: str, n_steps: int) -> pd.DataFrame:
     """The run's steps, read again only when their count changed (`n_steps`): a poll between
     two batches costs the audit's cores nothing but the count."""
-    return state.get_store().steps(run_id, with_prompts=False)
+    return store_access.get_store().steps(run_id, with_prompts=False)
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
 def _pair_results(path: str, run_id: str, n_done: int) -> pd.DataFrame:
     """The run's verdicts, read again only when a question finished (`n_done`)."""
-    return state.get_store().pair_results(run_id)
+    return store_access.get_store().pair_results(run_id)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def _question_texts(path: str, run_id: str) -> dict[str, str]:
     """Hidden question per pair id, from the run's recorded inputs (fixed for a run)."""
-    store = state.get_store()
+    store = store_access.get_store()
     return present.run_question_texts(store, store.run(run_id))
 
 
 def is_active(run_id: str) -> bool:
     """Running here (this process's thread is alive: loading, or just resumed and not yet
     marked running) or anywhere (the store says so, e.g. an audit in a terminal)."""
-    rec = state.run_record(run_id)
-    job = state.job_state(run_id)
+    rec = store_access.run_record(run_id)
+    job = store_access.job_state(run_id)
     return bool(job["alive"]) or (rec is not None and rec["status"] in ACTIVE)
 
 
@@ -156,7 +156,7 @@ def _chart(rec: dict[str, Any], steps: pd.DataFrame, pair_id: str, text: str):  
 
 def _finished(run_id: str, rec: dict[str, Any]) -> None:
     """A run that ended: its verdict counts and the way on to Results and Share."""
-    pairs = state.get_store().pair_results(run_id)
+    pairs = store_access.get_store().pair_results(run_id)
     ov = present.run_overview(pairs)
     what = "Finished" if rec["status"] == "done" else f"Stopped ({rec['status']})"
     st.markdown(f"**{what}: verdicts of {ov['n_pairs']} question(s)**")
@@ -183,10 +183,10 @@ def _finished(run_id: str, rec: dict[str, Any]) -> None:
 def cancel(run_id: str) -> None:
     """Ask the run to stop after its current batch; a run still loading its checkpoints
     (pending) has nothing to finish and reads cancelled at once."""
-    store = state.get_store()
+    store = store_access.get_store()
     status = store.run_progress(run_id)["status"]
     store.request_cancel(run_id)
-    state.get_runner().cancel(run_id)
+    store_access.get_runner().cancel(run_id)
     # No toast here: an element drawn from a callback of a fragment rerun lands at the top of
     # the app (Streamlit warns) and can leave the page's later widgets unresponsive.
     if status == "pending":
@@ -196,7 +196,7 @@ def cancel(run_id: str) -> None:
 def _earlier_phases(run_id: str, rec: dict[str, Any]) -> list[dict[str, Any] | None]:
     """The stored steps of earlier runs of the same two checkpoints (newest first): their
     loading time is this machine's measured loading time."""
-    runs = state.runs_frame()
+    runs = store_access.runs_frame()
     same = runs[
         (runs["run_id"] != run_id)
         & (runs["pre_name"] == rec.get("pre_name"))
@@ -271,9 +271,9 @@ def _count(prog: dict[str, Any], live: present.LiveProgress, loading: float | No
 
 
 def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> None:
-    store = state.get_store()
-    rec = state.run_record(run_id)
-    job = state.job_state(run_id)
+    store = store_access.get_store()
+    rec = store_access.run_record(run_id)
+    job = store_access.job_state(run_id)
     if rec is None:
         if job["error"]:
             widgets.show_error("The run stopped before it started:", RuntimeError(job["error"]))
@@ -284,7 +284,7 @@ def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> No
         return
     prog = store.run_progress(run_id)
     status = str(prog["status"])
-    shown = state.status_shown(run_id, status, store.cancel_requested(run_id))
+    shown = store_access.status_shown(run_id, status, store.cancel_requested(run_id))
     # Which run, what it does now, then its chart: what a reload must show at once, above the
     # fold on a phone.
     st.markdown(
@@ -294,11 +294,11 @@ def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> No
     )
     _step(run_id, rec, prog, shown)
     running = status == "running"
-    steps = _steps(state.db_path(), run_id, int(prog["steps"]))
-    plans = _plans(state.db_path(), run_id)
-    pairs = _pair_results(state.db_path(), run_id, int(prog["pairs_done"]))
+    steps = _steps(store_access.db_path(), run_id, int(prog["steps"]))
+    plans = _plans(store_access.db_path(), run_id)
+    pairs = _pair_results(store_access.db_path(), run_id, int(prog["pairs_done"]))
     finished = set(pairs["pair_id"])
-    texts = {**_question_texts(state.db_path(), run_id),
+    texts = {**_question_texts(store_access.db_path(), run_id),
              **dict(zip(pairs["pair_id"], pairs["hidden_question"], strict=True))}  # fmt: skip
     ids = [p for p in plans if not p.startswith("#")]
     now_q = _current_question(steps, plans, finished)
@@ -355,8 +355,10 @@ def _polled_panel(run_id: str, was_active: bool, status_drawn: str | None) -> No
 def watch_panel(run_id: str) -> None:
     """The live panel; it polls the store while the run is active and stops once it ends."""
     active = is_active(run_id)
-    rec = state.run_record(run_id)
-    status_drawn = None if rec is None else str(state.get_store().run_progress(run_id)["status"])
+    rec = store_access.run_record(run_id)
+    status_drawn = (
+        None if rec is None else str(store_access.get_store().run_progress(run_id)["status"])
+    )
     if st.query_params.get("watch") != run_id:
         st.query_params["watch"] = run_id
     st.fragment(run_every=POLL_SECONDS if active else None)(_polled_panel)(

@@ -18,7 +18,7 @@ from eraudit_core.audit import (
     field_range,
 )
 from eraudit_core.errors import InputError, StoreError
-from ui import state, widgets
+from ui import checkpoints, store_access, widgets
 
 # The Run form opens on the library's demo preset (it fits the bundled paraphrase pools);
 # the library's and the CLI's defaults are AuditConfig's own.
@@ -63,7 +63,7 @@ def benchmark_label(benchmarks: pd.DataFrame, bid: str) -> str:
 def pair_options(benchmark_id: str) -> dict[str, str]:
     """pair id -> short display text (index and hidden question)."""
     out = {}
-    for p in state.get_store().pairs(benchmark_id):
+    for p in store_access.get_store().pairs(benchmark_id):
         q = " ".join(p.hidden.question.split())
         out[p.pair_id] = f"#{p.index} {q[:90]}"
     return out
@@ -98,7 +98,7 @@ def cost(benchmark_id: str, pair_ids: list[str], config: AuditConfig) -> dict[st
     from eraudit_core.audit import expected_queries
 
     try:
-        return expected_queries(state.get_store(), benchmark_id, pair_ids, config)
+        return expected_queries(store_access.get_store(), benchmark_id, pair_ids, config)
     except InputError as exc:
         widgets.show_error("Cannot size this run:", exc)
         return None
@@ -127,8 +127,8 @@ def launch(request: RunRequest) -> str:
     from eraudit_core.audit import launch_audit
 
     for spec in (request.pre_spec, request.post_spec):
-        state.validate_checkpoint_spec(spec)
-    run_id = launch_audit(state.get_store(), state.get_runner(), request)
+        checkpoints.validate_checkpoint_spec(spec)
+    run_id = launch_audit(store_access.get_store(), store_access.get_runner(), request)
     st.session_state["watch_run"] = run_id
     return run_id
 
@@ -137,7 +137,7 @@ def resume(run_id: str) -> None:
     from eraudit_core.audit import resume_audit
 
     try:
-        resume_audit(state.get_store(), state.get_runner(), run_id)
+        resume_audit(store_access.get_store(), store_access.get_runner(), run_id)
     except (InputError, StoreError) as exc:
         widgets.show_error("The run could not be resumed:", exc)
         return
@@ -146,7 +146,7 @@ def resume(run_id: str) -> None:
 
 
 def resumable_runs() -> pd.DataFrame:
-    runs = state.runs_frame()
+    runs = store_access.runs_frame()
     if runs.empty:
         return runs
     runs = runs[runs["status"].isin(RESUMABLE)]
@@ -168,9 +168,9 @@ def resumable_line(row: Any) -> str:
 def run_to_watch() -> str | None:
     """?watch=... in the URL, else this session's last launch, else a run in progress."""
     rid = st.query_params.get("watch") or st.session_state.get("watch_run")
-    if rid and (state.run_record(rid) is not None or state.job_state(rid)["known"]):
+    if rid and (store_access.run_record(rid) is not None or store_access.job_state(rid)["known"]):
         return str(rid)
-    runs = state.runs_frame()
+    runs = store_access.runs_frame()
     if not runs.empty:
         active = runs[runs["status"].isin(ACTIVE)]
         if not active.empty:

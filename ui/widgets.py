@@ -17,7 +17,7 @@ from eraudit_core import present
 from eraudit_core.demo import demo_live_config
 from eraudit_core.errors import InputError, StoreError
 from eraudit_core.types import PAIR_STATUSES
-from ui import state
+from ui import run_picking, store_access
 
 # The one-click live audit: small budgets so 3 pairs finish on a laptop CPU in a few minutes.
 DEMO_LIVE_CONFIG = demo_live_config()
@@ -85,8 +85,8 @@ def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 def run_card(run_id: str) -> None:
     """Headline numbers of a run in a bordered box."""
-    store = state.get_store()
-    run = state.run_record(run_id)
+    store = store_access.get_store()
+    run = store_access.run_record(run_id)
     if run is None:
         st.caption(f"Run {run_id} is not in the store.")
         return
@@ -126,14 +126,14 @@ DEMO_LIVE_LABEL = "live demo: concealed arm"
 
 def running_demo_audit() -> str | None:
     """The one-click live audit still pending or running (in any process), if there is one."""
-    runs = state.runs_frame()
+    runs = store_access.runs_frame()
     if runs.empty:
         return None
     mine = runs[(runs["label"] == DEMO_LIVE_LABEL) & runs["status"].isin(("pending", "running"))]
     for rid in mine["run_id"]:
         return str(rid)
     for rid in runs.loc[runs["label"] == DEMO_LIVE_LABEL, "run_id"]:
-        if state.job_state(str(rid))["alive"]:  # launched here, its record not yet updated
+        if store_access.job_state(str(rid))["alive"]:  # launched here, its record not yet updated
             return str(rid)
     return None
 
@@ -187,7 +187,7 @@ def launch_demo_audit(demo: dict[str, Any]) -> str | None:
             config=DEMO_LIVE_CONFIG,
             label=DEMO_LIVE_LABEL,
         )
-        run_id = launch_audit(state.get_store(), state.get_runner(), request)
+        run_id = launch_audit(store_access.get_store(), store_access.get_runner(), request)
     except (InputError, StoreError) as exc:
         show_error("The live demo audit could not start:", exc)
         return None
@@ -259,16 +259,20 @@ def run_picker(
     container: Any = None,
 ) -> Any:
     """A run selectbox whose value is owned by the session-state `slot` (see
-    `state.bind_picker`): it shows `value` and writes a user's change back to the slot."""
-    state.bind_picker(widget_key, state.NO_RUN if value is None else value)
+    `run_picking.bind_picker`): it shows `value` and writes a user's change back to the slot."""
+    run_picking.bind_picker(widget_key, run_picking.NO_RUN if value is None else value)
     return (container or st).selectbox(
         label,
         options,
         key=widget_key,
-        format_func=lambda rid: "none" if rid == state.NO_RUN else state.run_label(runs, rid),
+        format_func=lambda rid: (
+            "none" if rid == run_picking.NO_RUN else run_picking.run_label(runs, rid)
+        ),
         # a narrow picker cuts the label: the whole of it is one hover away
-        help=None if value in (None, state.NO_RUN) else md_escape(state.run_label(runs, value)),
-        on_change=state.picker_changed,
+        help=None
+        if value in (None, run_picking.NO_RUN)
+        else md_escape(run_picking.run_label(runs, value)),
+        on_change=run_picking.picker_changed,
         args=(widget_key, slot),
     )
 
@@ -280,20 +284,20 @@ def new_run_notice(runs: pd.DataFrame, fresh: list[str]) -> None:
     rid = fresh[0]
     more = f" (and {len(fresh) - 1} more)" if len(fresh) > 1 else ""
     st.info(f"A new run is in the store{more}:")
-    st.text(state.run_label(runs, rid))
+    st.text(run_picking.run_label(runs, rid))
     c1, c2 = st.columns(2)
     if c1.button("Select it", key="new-run-select"):
-        state.select_run(rid)
-        state.acknowledge_runs([rid])
+        run_picking.select_run(rid)
+        run_picking.acknowledge_runs([rid])
         st.rerun()
     if c2.button("Dismiss", key="new-run-dismiss"):
-        state.acknowledge_runs(fresh)
+        run_picking.acknowledge_runs(fresh)
         st.rerun()
 
 
 def need_run() -> str | None:
     """The selected run, or an explanation and None."""
-    rid = state.selected_run()
+    rid = run_picking.selected_run()
     if rid is None:
         st.info("No run selected. Pick one in the sidebar, or start one on the Run page.")
     else:
@@ -304,7 +308,7 @@ def need_run() -> str | None:
 def imported_notice(run_id: str) -> None:
     """A run that came in a bundle says so wherever it is shown: its verdicts were checked
     against its own steps on import, its scores were not computed here."""
-    note = present.imported_note(state.get_store().run(run_id))
+    note = present.imported_note(store_access.get_store().run(run_id))
     if note:
         st.warning(f"Run {run_id}: {note}.", icon=":material/input:")
 

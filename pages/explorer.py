@@ -8,6 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from eraudit_core import present
+from eraudit_core.types import Verdict
 from ui import entry, explore, rewordings, run_picking, store_access, url_filters, widgets
 
 entry.ensure_navigation()
@@ -30,7 +31,7 @@ if st.session_state.pop("_derived_notice", None) == run_id:
 explore.apply_pair_link(list(questions["pair_id"]))
 # The search, filters and sort live in the session (they survive other pages) and the URL.
 arrived = url_filters.page_arrival("explorer")
-verdicts, evidence, sorts = list(widgets.STATUS_ORDER), list(present.FLAGS), list(present.SORTS)
+verdicts, evidence, sorts = list(Verdict), list(present.FLAGS), list(present.SORTS)
 c1, c2, c3, c4 = st.columns([3, 2, 2, 2])
 text = c1.text_input(
     "Search questions and rewordings",
@@ -115,7 +116,7 @@ c[2].metric("largest D", widgets.fmt(row["max_d"]))
 c[3].metric(
     f"bound (confidence {config['confidence']})",
     present.NOT_RUN
-    if row["status"] != "degraded" and not int(row["n_test"] or 0)
+    if row["status"] != Verdict.DEGRADED and not int(row["n_test"] or 0)
     else widgets.fmt(row["bound"]),
 )
 explore.bound_notes(row, config)

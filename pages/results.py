@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from eraudit_core import present
+from eraudit_core.types import Verdict
 from ui import (
     cached_views,
     compare,
@@ -206,7 +207,7 @@ for rid in chosen:
         st.caption(f"{label[rid]}: {present.control_sentence(control)}")
 if a and st.button("Open the left run's first degraded question"):
     pairs = store.pair_results(a)
-    bad = pairs[pairs["status"] == "degraded"]
+    bad = pairs[pairs["status"] == Verdict.DEGRADED]
     if bad.empty:
         st.info("The left run has no degraded question.")
     else:

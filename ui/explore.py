@@ -8,6 +8,7 @@ from typing import Any
 import streamlit as st
 
 from eraudit_core import present
+from eraudit_core.types import Verdict
 from ui import run_picking, store_access
 
 PAIR_KEY = "explorer_pair"
@@ -154,7 +155,7 @@ def bound_notes(row: Mapping[str, Any], config: Mapping[str, Any]) -> None:
 
 def no_stage2_reason(row: Mapping[str, Any]) -> str:
     """Why a finished question has no bound trajectory, in words."""
-    if row.get("status") == "degraded" and str(row.get("stage")) in ("1", "1.0"):
+    if row.get("status") == Verdict.DEGRADED and str(row.get("stage")) in ("1", "1.0"):
         return (
             "The sequential test did not run: the counterexample search (stage 1) already found "
             "a counterexample, so the bound is 0."

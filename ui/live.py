@@ -20,8 +20,8 @@ import streamlit as st
 from eraudit_core import present
 from eraudit_core.errors import StoreError
 from eraudit_core.text import safe_label
+from eraudit_core.types import ACTIVE_RUN_STATUSES, RunStatus
 from ui import store_access, widgets
-from ui.runview import ACTIVE
 
 # Each poll reruns the panel and the browser redraws its charts, on the cores that score: at
 # 1.5 s the one-click audit took 87 s to its verdicts in the browser, at 3 s 59-63 s
@@ -62,7 +62,7 @@ def is_active(run_id: str) -> bool:
     marked running) or anywhere (the store says so, e.g. an audit in a terminal)."""
     rec = store_access.run_record(run_id)
     job = store_access.job_state(run_id)
-    return bool(job["alive"]) or (rec is not None and rec["status"] in ACTIVE)
+    return bool(job["alive"]) or (rec is not None and rec["status"] in ACTIVE_RUN_STATUSES)
 
 
 def fmt_seconds(s: float | None) -> str:
@@ -158,7 +158,7 @@ def _finished(run_id: str, rec: dict[str, Any]) -> None:
     """A run that ended: its verdict counts and the way on to Results and Share."""
     pairs = store_access.get_store().pair_results(run_id)
     ov = present.run_overview(pairs)
-    what = "Finished" if rec["status"] == "done" else f"Stopped ({rec['status']})"
+    what = "Finished" if rec["status"] == RunStatus.DONE else f"Stopped ({rec['status']})"
     st.markdown(f"**{what}: verdicts of {ov['n_pairs']} question(s)**")
     c = st.columns(4)
     c[0].metric("degraded", ov["n_degraded"])
@@ -189,8 +189,8 @@ def cancel(run_id: str) -> None:
     store_access.get_runner().cancel(run_id)
     # No toast here: an element drawn from a callback of a fragment rerun lands at the top of
     # the app (Streamlit warns) and can leave the page's later widgets unresponsive.
-    if status == "pending":
-        store.set_run_status(run_id, "cancelled", "cancelled by the user before it started")
+    if status == RunStatus.PENDING:
+        store.set_run_status(run_id, RunStatus.CANCELLED, "cancelled by the user before it started")
 
 
 def _earlier_phases(run_id: str, rec: dict[str, Any]) -> list[dict[str, Any] | None]:
@@ -220,7 +220,7 @@ def _step(run_id: str, rec: dict[str, Any], prog: dict[str, Any], shown: str) ->
     if line is None:
         return
     st.markdown(f"**{widgets.md_escape(line)}**")
-    if shown not in ACTIVE:
+    if shown not in ACTIVE_RUN_STATUSES:
         return
     earlier = _earlier_phases(run_id, rec)
     left = present.loading_left(prog.get("phase"), earlier, now, rec.get("created_at"))
@@ -253,7 +253,7 @@ def _details(prog: dict[str, Any], live: present.LiveProgress, steps: pd.DataFra
         times = present.step_times(prog.get("phase"))
         if not times.empty:
             st.dataframe(times.round({"seconds": 1}), hide_index=True, width="stretch")
-        _traffic(prog.get("traffic"), str(prog["status"]) in ACTIVE)
+        _traffic(prog.get("traffic"), str(prog["status"]) in ACTIVE_RUN_STATUSES)
 
 
 def _count(prog: dict[str, Any], live: present.LiveProgress, loading: float | None) -> str:
@@ -293,7 +293,7 @@ def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> No
         unsafe_allow_html=True,
     )
     _step(run_id, rec, prog, shown)
-    running = status == "running"
+    running = status == RunStatus.RUNNING
     steps = _steps(store_access.db_path(), run_id, int(prog["steps"]))
     plans = _plans(store_access.db_path(), run_id)
     pairs = _pair_results(store_access.db_path(), run_id, int(prog["pairs_done"]))
@@ -317,18 +317,18 @@ def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> No
         resumed_at=prog["resumed_at"],
         running=running,
     )
-    loading = _loading_left(run_id, rec, prog) if status in ACTIVE else None
+    loading = _loading_left(run_id, rec, prog) if status in ACTIVE_RUN_STATUSES else None
     st.progress(live.fraction, text=_count(prog, live, loading))
     st.caption(f"status: {shown}")
     active = is_active(run_id)
-    stoppable = active and status in ACTIVE and shown != "cancelling"
+    stoppable = active and status in ACTIVE_RUN_STATUSES and shown != "cancelling"
     if stoppable and st.button("Cancel this run", key=f"cancel-{run_id}"):
         cancel(run_id)
         st.rerun()  # the whole page: the sidebar's pickers say "cancelling" at once
-    if rec.get("error") and status != "done":
+    if rec.get("error") and status != RunStatus.DONE:
         st.caption("Message:")
         st.text(str(rec["error"]))
-    if status not in ACTIVE:
+    if status not in ACTIVE_RUN_STATUSES:
         _finished(run_id, rec)
     if ids:
         st.page_link(

@@ -13,6 +13,7 @@ import pandas as pd
 import streamlit as st
 
 from eraudit_core.present import control_run_of, imported_note
+from eraudit_core.types import RunStatus
 from ui.store_access import runs_frame, status_shown
 
 RUN_KEY = "selected_run"  # the sidebar's pickers (widget keys; the choice is in *_SLOT)
@@ -47,7 +48,7 @@ def default_run(runs: pd.DataFrame) -> str | None:
     by the new-run notice instead); None when no run is done."""
     if runs.empty:
         return None
-    done = runs.loc[runs["status"] == "done", "run_id"]
+    done = runs.loc[runs["status"] == RunStatus.DONE, "run_id"]
     return str(done.iloc[0]) if not done.empty else None
 
 
@@ -87,7 +88,7 @@ def related_runs(runs: pd.DataFrame, sel: str, most: int = 3) -> list[str]:
     it as theirs; without either, finished runs on the same benchmark with as many questions.
     Why: "the newest runs on the benchmark" would put a 40-question model organism beside two
     222-question debate arms, another experiment, and make Results replay all three."""
-    done = runs[runs["status"] == "done"]
+    done = runs[runs["status"] == RunStatus.DONE]
     controls = {
         str(r): control_run_of(p) for r, p in zip(runs["run_id"], runs["provenance"], strict=True)
     }

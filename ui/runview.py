@@ -18,6 +18,7 @@ from eraudit_core.audit import (
     field_range,
 )
 from eraudit_core.errors import InputError, StoreError
+from eraudit_core.types import ACTIVE_RUN_STATUSES, RESUMABLE_RUN_STATUSES
 from ui import checkpoints, store_access, widgets
 
 # The Run form opens on the library's demo preset (it fits the bundled paraphrase pools);
@@ -49,10 +50,6 @@ def setting(name: str) -> dict[str, Any]:
     if valid is not None and valid.high is not None:
         out["max_value"] = valid.high
     return out
-
-
-ACTIVE = ("pending", "running")
-RESUMABLE = ("interrupted", "cancelled", "failed")
 
 
 def benchmark_label(benchmarks: pd.DataFrame, bid: str) -> str:
@@ -149,7 +146,7 @@ def resumable_runs() -> pd.DataFrame:
     runs = store_access.runs_frame()
     if runs.empty:
         return runs
-    runs = runs[runs["status"].isin(RESUMABLE)]
+    runs = runs[runs["status"].isin(RESUMABLE_RUN_STATUSES)]
     # Only runs whose inputs were recorded can be rebuilt (model runs and score tables).
     source = runs["source"].fillna("")
     return runs[source.str.startswith("{") | source.str.startswith("table:")]
@@ -172,7 +169,7 @@ def run_to_watch() -> str | None:
         return str(rid)
     runs = store_access.runs_frame()
     if not runs.empty:
-        active = runs[runs["status"].isin(ACTIVE)]
+        active = runs[runs["status"].isin(ACTIVE_RUN_STATUSES)]
         if not active.empty:
             return str(active["run_id"].iloc[0])
     return None

@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from eraudit_core import present
+from eraudit_core.types import Verdict
 from ui import cached_views, explore, store_access, widgets
 from ui.explore import diff_markdown
 from ui.widgets import fit_table, fmt, md_escape
@@ -251,7 +252,7 @@ def evidence_notes(run_id: str) -> None:
     if control is not None:
         st.markdown(f"**Against the control.** {md_escape(present.control_sentence(control))}")
     pairs = store.pair_results(run_id)
-    deg = pairs[pairs["status"] == "degraded"] if not pairs.empty else pairs
+    deg = pairs[pairs["status"] == Verdict.DEGRADED] if not pairs.empty else pairs
     if not deg.empty:
         pid = str(deg.sort_values("max_d", ascending=False)["pair_id"].iloc[0])
         why = present.why_this_verdict(store, run_id, pid)

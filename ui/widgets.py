@@ -16,12 +16,11 @@ import streamlit as st
 from eraudit_core import present
 from eraudit_core.demo import demo_live_config
 from eraudit_core.errors import InputError, StoreError
-from eraudit_core.types import PAIR_STATUSES
+from eraudit_core.types import ACTIVE_RUN_STATUSES, Verdict
 from ui import run_picking, store_access
 
 # The one-click live audit: small budgets so 3 pairs finish on a laptop CPU in a few minutes.
 DEMO_LIVE_CONFIG = demo_live_config()
-STATUS_ORDER = PAIR_STATUSES
 
 
 def fmt(x: Any, digits: int = 3) -> str:
@@ -129,7 +128,7 @@ def running_demo_audit() -> str | None:
     runs = store_access.runs_frame()
     if runs.empty:
         return None
-    mine = runs[(runs["label"] == DEMO_LIVE_LABEL) & runs["status"].isin(("pending", "running"))]
+    mine = runs[(runs["label"] == DEMO_LIVE_LABEL) & runs["status"].isin(ACTIVE_RUN_STATUSES)]
     for rid in mine["run_id"]:
         return str(rid)
     for rid in runs.loc[runs["label"] == DEMO_LIVE_LABEL, "run_id"]:
@@ -216,10 +215,10 @@ def label_mass_caption(details: dict[str, Any]) -> None:
 def status_badge(status: str) -> str:
     """Coloured markdown for a known status; anything else is shown as 'unknown'."""
     return {
-        "degraded": ":red[degraded]",
-        "certified": ":green[certified]",
-        "passed": ":blue[passed (not a certificate)]",
-        "inconclusive": ":gray[inconclusive]",
+        Verdict.DEGRADED: ":red[degraded]",
+        Verdict.CERTIFIED: ":green[certified]",
+        Verdict.PASSED: ":blue[passed (not a certificate)]",
+        Verdict.INCONCLUSIVE: ":gray[inconclusive]",
     }.get(str(status), ":gray[unknown]")
 
 

@@ -152,7 +152,6 @@ from eraudit_core.audit._table_scores import (
     read_score_table,
     table_digest,
 )
-from eraudit_core.types import PAIR_STATUSES
 
 __all__ = [
     "DEMO_PRESET",
@@ -224,7 +223,6 @@ __all__ = [
     "CachedScorer",
     "DEFAULT_K",
     "GeneratorTest",
-    "PAIR_STATUSES",
     "PairAudit",
     "PairState",
     "PairVerdict",

@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from eraudit_core.types import Verdict
+
 TABLE_PROMPT_NOTE = "prompt not available: scores came from a table"
 
 
@@ -150,7 +152,7 @@ def pair_evidence(
         worst_generator=(
             None if pair.get("worst_generator") is None else str(pair["worst_generator"])
         ),
-        within_noise=within_noise(drop, floor) and str(pair["status"]) == "degraded",
+        within_noise=within_noise(drop, floor) and str(pair["status"]) == Verdict.DEGRADED,
         noise_floor=floor,
         min_drop=float(config.get("min_drop", 0.0) or 0.0),
         epsilon=float(config.get("epsilon", 0.1)),
@@ -175,7 +177,7 @@ def why_sentence(ev: PairEvidence) -> str:
         )
     moved = "fell" if ev.worst_drop > 0 else "rose"
     head = (
-        f"On {'this' if ev.status == 'degraded' else 'its worst'} rewording p(true answer) "
+        f"On {'this' if ev.status == Verdict.DEGRADED else 'its worst'} rewording p(true answer) "
         f"{moved} from {ev.worst_p_pre:.4f} to {ev.worst_p_post:.4f} "
         f"({_small(abs(ev.worst_drop))})"
     )
@@ -186,7 +188,7 @@ def why_sentence(ev: PairEvidence) -> str:
         )
     else:
         gain = f"while the monitored gain was {_small(ev.gain)} (the denominator)"
-    d = f"D = {ev.worst_d:.3g} {'>' if ev.status == 'degraded' else 'vs'} epsilon {ev.epsilon:g}"
+    d = f"D = {ev.worst_d:.3g} {'>' if ev.status == Verdict.DEGRADED else 'vs'} epsilon {ev.epsilon:g}"
     parts = [f"{head} {gain}: {d}"]
     if ev.min_drop > 0:
         parts.append(f"minimum drop {ev.min_drop:g} (an assumption beyond the paper)")

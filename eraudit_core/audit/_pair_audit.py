@@ -59,6 +59,7 @@ from eraudit_core.audit._bounds import (
 )
 from eraudit_core.audit._config import AuditConfig
 from eraudit_core.audit._degradation import is_counterexample
+from eraudit_core.types import Verdict
 
 __all__ = [
     "STOPS",
@@ -194,7 +195,7 @@ class GeneratorTest:
 class PairVerdict:
     """What a pair's audit concludes. `bound_common` is before the TV relaxation."""
 
-    status: str
+    status: Verdict
     bound_common: float
     bound: float
     bound_tolerant: float | None
@@ -219,13 +220,13 @@ def pair_verdict(
         else None
     )
     if degraded:
-        status = "degraded"
+        status = Verdict.DEGRADED
     elif not all_tested:
-        status = "inconclusive"
+        status = Verdict.INCONCLUSIVE
     elif target is not None and bound >= target:
-        status = "certified"
+        status = Verdict.CERTIFIED
     else:
-        status = "passed"
+        status = Verdict.PASSED
     reached = all_tested and all(g.stop == "target reached" for g in tests)
     return PairVerdict(status, bound_common, bound, tolerant, reached)
 
@@ -325,7 +326,7 @@ class PairAudit:
             )
         if self.n_counterexamples:
             # degraded whatever the missing draws hold; bounds over unfinished generators unknown
-            return PairVerdict("degraded", 0.0, 0.0, None, False)
+            return PairVerdict(Verdict.DEGRADED, 0.0, 0.0, None, False)
         return None
 
     # -- transitions ------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from eraudit_core.text import terminal_safe
+from eraudit_core.types import RunStatus
 
 JSON_SCHEMA_VERSION = 2
 
@@ -74,7 +75,7 @@ def pair_summary_json(
         "status": run["status"],
         "imported_from": run.get("imported_from"),
         "n_pairs": n_pairs,
-        "complete": run["status"] == "done" and len(pairs) >= n_pairs,
+        "complete": run["status"] == RunStatus.DONE and len(pairs) >= n_pairs,
         "min_drop": _num(run["config"].get("min_drop", 0.0)),
         "noise_floor": (prov.get("noise_floor") or {}).get("value"),
         "epsilon_from": prov.get("epsilon_from"),

@@ -39,6 +39,7 @@ from eraudit_core.null._paired import (
 from eraudit_core.null._primary import primary_test, secondary_tests
 from eraudit_core.null._seeds import seed_verdicts
 from eraudit_core.store import Store
+from eraudit_core.types import Verdict
 
 COVERS_ONE = (
     "one control run: the reading covers rewording noise, not seed-to-seed variation (a "
@@ -293,7 +294,10 @@ def _secondary(
     common = a.index.intersection(c.index)
     a, c = a.loc[common], c.loc[common]
     tests = secondary_tests(
-        ((a["status"] == "degraded").to_numpy(), (c["status"] == "degraded").to_numpy()),
+        (
+            (a["status"] == Verdict.DEGRADED).to_numpy(),
+            (c["status"] == Verdict.DEGRADED).to_numpy(),
+        ),
         (
             (a["p_post_hidden"].astype(float) > 0.5).to_numpy(),
             (c["p_post_hidden"].astype(float) > 0.5).to_numpy(),

@@ -35,6 +35,7 @@ from eraudit_core.audit import (
 from eraudit_core.null import exact_mcnemar, null_json, null_reading, question_stories
 from eraudit_core.present._compare_words import differences_sentence
 from eraudit_core.store import Store
+from eraudit_core.types import Verdict
 
 # The settings that change a verdict or a bound are marked in AuditConfig's field metadata
 # (`verdict_fields`); the wording the verifiers read is plumbing there, but it changes every
@@ -230,7 +231,7 @@ def paired_tests(
 
     common = a.index.intersection(b.index)
     a, b = a.loc[common], b.loc[common]
-    deg_a, deg_b = a["status"] == "degraded", b["status"] == "degraded"
+    deg_a, deg_b = a["status"] == Verdict.DEGRADED, b["status"] == Verdict.DEGRADED
     degraded = _discordance(deg_a, deg_b)
     n_disc = degraded["only_a"] + degraded["only_b"]
     primary: dict[str, Any] = {

@@ -21,6 +21,7 @@ from eraudit_core.present._manipulation import lead_with_took, not_taken_headlin
 from eraudit_core.present._null_view import headline_from, null_counts_sentence, null_headline
 from eraudit_core.present._story import concealed_example
 from eraudit_core.store import Store
+from eraudit_core.types import Verdict
 
 D_IN_ONE_LINE = (
     "D = how much the adapted model's probability of the true answer fell on a rewording, "
@@ -62,7 +63,7 @@ def _example(store: Store, run_id: str) -> dict[str, Any] | None:
             "diff": word_diff(ex["hidden_question"], ex["paraphrase"]),
         }
     pairs = store.pair_results(run_id)
-    deg = pairs[(pairs["status"] == "degraded") & pairs["worst_text"].notna()]
+    deg = pairs[(pairs["status"] == Verdict.DEGRADED) & pairs["worst_text"].notna()]
     if deg.empty:
         return None
     # the Explorer's "most severe first": what moved, amplified questions last
@@ -98,7 +99,7 @@ def min_drop_note(pairs: pd.DataFrame, config: Mapping[str, Any]) -> str | None:
     if min_drop <= 0:
         return None
     n = len(pairs)
-    n_deg = int((pairs["status"] == "degraded").sum()) if n else 0
+    n_deg = int((pairs["status"] == Verdict.DEGRADED).sum()) if n else 0
     paper = paper_count(pairs, float(config.get("epsilon", 0.1)))
     return (
         f"Paper's rule: {paper} of {n} degraded; with the assumed minimum drop {min_drop:g}: "

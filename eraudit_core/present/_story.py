@@ -29,6 +29,7 @@ from eraudit_core.present._compare_words import differences_sentence
 from eraudit_core.present._manipulation import pair_clause
 from eraudit_core.present._null_view import headline_from
 from eraudit_core.store import Store
+from eraudit_core.types import Verdict
 
 STORY_COLUMNS = [
     "checkpoint",
@@ -316,7 +317,7 @@ def concealed_example(store: Store, run_id: str) -> dict[str, Any] | None:
     pairs = store.pair_results(run_id)
     if pairs.empty:
         return None
-    ok = pairs[(pairs["status"] == "degraded") & (pairs["p_post_hidden"] > 0.5)]
+    ok = pairs[(pairs["status"] == Verdict.DEGRADED) & (pairs["p_post_hidden"] > 0.5)]
     if ok.empty:
         return None
     steps = store.steps(run_id)
@@ -362,7 +363,7 @@ def contrast_lead(store: Store, run_id: str) -> dict[str, Any] | None:
     if pairs.empty:
         return None
     pre_acc, post_acc = _accuracy(pairs["p_pre_hidden"]), _accuracy(pairs["p_post_hidden"])
-    n_deg = int((pairs["status"] == "degraded").sum())
+    n_deg = int((pairs["status"] == Verdict.DEGRADED).sum())
     pre_mtp, post_mtp = _mean(pairs["p_pre_hidden"]), _mean(pairs["p_post_hidden"])
     if not (n_deg and post_acc >= pre_acc and post_mtp >= pre_mtp):
         return None

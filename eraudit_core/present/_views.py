@@ -25,6 +25,7 @@ from eraudit_core.audit import (
     verdict_from_steps,
 )
 from eraudit_core.store import Store
+from eraudit_core.types import Verdict
 
 SCATTER_COLUMNS = [
     "run_id",
@@ -174,7 +175,7 @@ def epsilon_sweep(
             {
                 "epsilon": e,
                 "n_questions": len(replays),
-                "n_with_counterexample": int((status == "degraded").sum()),
+                "n_with_counterexample": int((status == Verdict.DEGRADED).sum()),
                 "mean_bound": float(bound[available].mean()) if available.any() else np.nan,
                 "n_unavailable": int((~available).sum()),
             }
@@ -220,7 +221,7 @@ def confidence_sweep(
         bounds = []
         for rec in records:
             gens = rec.get("generators") or []
-            if rec["status"] not in ("certified", "passed") or not gens:
+            if rec["status"] not in (Verdict.CERTIFIED, Verdict.PASSED) or not gens:
                 bounds.append(0.0)
                 continue
             common = min(lower_confidence_bound(int(g["n"]), per_q) for g in gens)
@@ -271,8 +272,10 @@ def run_overview(pairs: pd.DataFrame) -> dict[str, Any]:
     """
     n = len(pairs)
     counts = pairs["status"].value_counts().to_dict() if n else {}
-    tested = pairs[pairs["status"].isin(["certified", "passed"])] if n else pairs
-    certified = pairs.loc[pairs["status"] == "certified", "bound"] if n else pd.Series(dtype=float)
+    tested = pairs[pairs["status"].isin([Verdict.CERTIFIED, Verdict.PASSED])] if n else pairs
+    certified = (
+        pairs.loc[pairs["status"] == Verdict.CERTIFIED, "bound"] if n else pd.Series(dtype=float)
+    )
     return {
         "n_pairs": n,
         "n_degraded": int(counts.get("degraded", 0)),

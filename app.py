@@ -11,6 +11,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from eraudit_core import present
 from eraudit_core.errors import StoreError
 from ui import run_picking, store_access, url_filters, url_selection, widgets
 
@@ -34,10 +35,7 @@ page = st.navigation(PAGES)
 
 # A wider sidebar on a wide screen, so the run pickers show run id, status and time in full;
 # a phone keeps Streamlit's own width.
-st.html(
-    "<style>@media (min-width: 1200px) { section[data-testid='stSidebar'] "
-    "{ width: 27rem !important; min-width: 27rem !important; } }</style>"
-)
+st.html(present.html_fragment("sidebar_width.html"))
 
 
 def sidebar() -> None:

@@ -9,7 +9,6 @@ without pauses); the chart follows any question of the run from its first scored
 
 from __future__ import annotations
 
-import html
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -287,11 +286,7 @@ def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> No
     shown = store_access.status_shown(run_id, status, store.cancel_requested(run_id))
     # Which run, what it does now, then its chart: what a reload must show at once, above the
     # fold on a phone.
-    st.markdown(
-        f"<div class='eraudit-runname' title='{html.escape(str(rec.get('label') or run_id))}'>"
-        f"{html.escape(str(rec.get('label') or run_id))} ({html.escape(run_id)})</div>",
-        unsafe_allow_html=True,
-    )
+    widgets.run_heading(str(rec.get("label") or run_id), run_id)
     _step(run_id, rec, prog, shown)
     running = status == RunStatus.RUNNING
     steps = _steps(store_access.db_path(), run_id, int(prog["steps"]))

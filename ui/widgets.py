@@ -312,46 +312,29 @@ def imported_notice(run_id: str) -> None:
         st.warning(f"Run {run_id}: {note}.", icon=":material/input:")
 
 
-FIT_TABLE_CSS = """
-<style>
-.eraudit-fit table { width: 100%; border-collapse: collapse; font-size: .88rem; }
-.eraudit-fit th, .eraudit-fit td { border-bottom: 1px solid #e6e6e6; padding: .3rem .45rem;
-  text-align: left; vertical-align: top; overflow-wrap: break-word; }
-.eraudit-fit th { background: #f6f6f6; font-weight: 600; overflow-wrap: normal; }  /* whole words */
-.eraudit-fit td.num { text-align: right; font-variant-numeric: tabular-nums; }
-@media (max-width: 640px) {  /* a phone: each row becomes a card, every column labelled */
-  .eraudit-fit thead { display: none; }
-  .eraudit-fit tr { display: block; border: 1px solid #e6e6e6; border-radius: 6px;
-    margin-bottom: .5rem; padding: .2rem .4rem; }
-  .eraudit-fit td { display: flex; justify-content: space-between; gap: .8rem;
-    border-bottom: none; padding: .15rem 0; text-align: right; }
-  .eraudit-fit td::before { content: attr(data-label); color: #555; text-align: left; }
-}
-</style>
-"""
+def run_heading(label: str, run_id: str) -> None:
+    """A run's label and id, the live panel's first line; the label is also its hover text.
+    Template run_name.html escapes both."""
+    st.markdown(
+        present.html_fragment("run_name.html", label=label, run_id=run_id), unsafe_allow_html=True
+    )
 
 
 def fit_table(frame: pd.DataFrame) -> None:
     """A small table that never clips: columns wrap on a wide screen, and on a phone every row
-    is a card listing each column by its name. Every cell is HTML-escaped (untrusted text)."""
-    import html
+    is a card listing each column by its name (template fit_table.html, every cell escaped)."""
 
-    esc = html.escape
-
-    def cell(col: str, value: Any) -> str:
+    def cell(col: str, value: Any) -> tuple[str, Any, bool]:
         text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else value
         num = isinstance(value, (int, float)) and not isinstance(value, bool)
-        return (
-            f'<td class="{"num" if num else ""}" data-label="{esc(str(col))}">{esc(str(text))}</td>'
-        )
+        return str(col), str(text), num
 
-    head = "".join(f"<th>{esc(str(c))}</th>" for c in frame.columns)
-    body = "".join(
-        "<tr>" + "".join(cell(c, v) for c, v in zip(frame.columns, row, strict=True)) + "</tr>"
+    headers = [str(c) for c in frame.columns]
+    rows = [
+        [cell(c, v) for c, v in zip(headers, row, strict=True)]
         for row in frame.itertuples(index=False, name=None)
-    )
+    ]
     st.markdown(
-        FIT_TABLE_CSS + f'<div class="eraudit-fit"><table><thead><tr>{head}</tr></thead>'
-        f"<tbody>{body}</tbody></table></div>",
+        present.html_fragment("fit_table.html", headers=headers, rows=rows),
         unsafe_allow_html=True,
     )

@@ -155,7 +155,7 @@ def preload_demo_models() -> threading.Thread:
         for spec in ("demo:base", "demo:concealed"):
             try:
                 load_checkpoint(spec, **settings)
-            except Exception:  # noqa: BLE001 - the audit loads it again and says what failed
+            except (InputError, OSError, ImportError):  # the audit loads it again and says why
                 return
 
     thread = threading.Thread(target=load, name="preload-demo-models", daemon=True)

@@ -23,6 +23,7 @@ from eraudit_core.audit import (
     null_mismatches,
     stored_rewordings,
 )
+from eraudit_core.errors import InputError
 from eraudit_core.null._paired import (
     BETTER,
     BEYOND,
@@ -69,7 +70,7 @@ def question_stories(store: Store, run_id: str) -> dict[str, str]:
         return {}
     try:
         pairs = store.pairs(str(bench))
-    except Exception:  # the benchmark is not in this store (an imported run)
+    except InputError:  # the benchmark is not in this store (an imported run)
         return {}
     return {p.pair_id: str(p.story_title) for p in pairs if str(p.story_title or "").strip()}
 

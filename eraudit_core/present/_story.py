@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from eraudit_core.audit import run_manipulation
+from eraudit_core.errors import InputError
 from eraudit_core.null import null_reading
 from eraudit_core.present import _views as views
 from eraudit_core.present._compare import (
@@ -379,7 +380,7 @@ def contrast_lead(store: Store, run_id: str) -> dict[str, Any] | None:
     if control:
         try:
             got = compare_runs(store, run_id, str(control))
-        except Exception:  # the control is not in this store
+        except InputError:  # the control is not in this store
             got = None
     supported = bool(
         got

@@ -6,6 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from eraudit_core import present
+from eraudit_core.audit import RunRecord
 from eraudit_core.types import Verdict
 from ui import (
     cached_views,
@@ -42,7 +43,7 @@ if not chosen:
 store = store_access.get_store()
 data = {r: cached_views.run_views(r) for r in chosen}
 label = present.run_names(store, chosen)  # unique, so runs labelled alike never merge
-epsilons = {store.run(r)["config"]["epsilon"] for r in chosen}
+epsilons = {RunRecord.read(store, r).config.epsilon for r in chosen}
 
 st.subheader("Per question")
 st.caption(

@@ -25,18 +25,17 @@ def _run_views(
     path: str, run_id: str, status: str, pairs_done: int, finished_at: str
 ) -> dict[str, Any]:
     from eraudit_core import present
-    from eraudit_core.audit import AuditConfig
+    from eraudit_core.audit import RunRecord
 
     store = open_store(path)
-    run = store.run(run_id)
+    run = RunRecord.read(store, run_id)
     pairs = store.pair_results(run_id)
-    config = AuditConfig.from_dict(run["config"])
     return {
         "pairs": pairs,
         "questions": present.question_summary(pairs),
-        "standard": present.standard_evaluation(pairs, str(run["label"] or run_id)),
-        "confidence": present.confidence_sweep(pairs, config),
-        "confidence_simultaneous": present.confidence_sweep(pairs, config, simultaneous=True),
+        "standard": present.standard_evaluation(pairs, run.name),
+        "confidence": present.confidence_sweep(pairs, run.config),
+        "confidence_simultaneous": present.confidence_sweep(pairs, run.config, simultaneous=True),
     }
 
 

@@ -145,6 +145,6 @@ def exclusion(run_id: str) -> None:
 
 def selection_banner(run: dict[str, Any]) -> None:
     """The derived run's warning (nothing for an ordinary run)."""
-    note = selection_note(run)
+    note = selection_note(run["provenance"])
     if note:
         st.warning(note)

@@ -107,6 +107,7 @@ from eraudit_core.audit._manipulation import (
     run_manipulation,
 )
 from eraudit_core.audit._pair_audit import (
+    GeneratorStop,
     GeneratorTest,
     PairAudit,
     PairState,
@@ -145,6 +146,7 @@ from eraudit_core.audit._settings import (
     setting_text,
     verdict_fields,
 )
+from eraudit_core.audit._stored_run import RunRecord
 from eraudit_core.audit._table_runs import audit_table_run
 from eraudit_core.audit._table_scores import (
     TableVerifier,
@@ -225,7 +227,9 @@ __all__ = [
     "GeneratorTest",
     "PairAudit",
     "PairState",
+    "GeneratorStop",
     "PairVerdict",
+    "RunRecord",
     "Progress",
     "ProgressCallback",
     "TableVerifier",

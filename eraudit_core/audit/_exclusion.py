@@ -38,18 +38,20 @@ NOT_SCORED_STOP = "needs rewordings that were not scored"
 STEP_KEY = ("pair_id", "stage", "generator", "t")
 
 
-def excluded_after_seen(run: Mapping[str, Any]) -> int:
-    """How many rewordings a derived run excluded after their scores were seen (0 if none)."""
-    derived = (run.get("provenance") or {}).get("derived_from")
+def excluded_after_seen(provenance: Mapping[str, Any]) -> int:
+    """How many rewordings a derived run (its provenance) excluded after their scores were
+    seen (0 if none)."""
+    derived = provenance.get("derived_from")
     return int(derived.get("n_excluded", 0)) if isinstance(derived, Mapping) else 0
 
 
-def selection_note(run: Mapping[str, Any]) -> str | None:
-    """The sentence every view of a derived run shows, or None for an ordinary run."""
-    n = excluded_after_seen(run)
+def selection_note(provenance: Mapping[str, Any]) -> str | None:
+    """The sentence every view of a derived run (its provenance) shows, or None for an
+    ordinary run."""
+    n = excluded_after_seen(provenance)
     if not n:
         return None
-    parent = (run.get("provenance") or {})["derived_from"]["run_id"]
+    parent = provenance["derived_from"]["run_id"]
     return (
         f"{n} rewording{'s' if n != 1 else ''} excluded after their scores were seen "
         f"(derived from run {parent}). Choosing what to exclude after seeing the scores is a "

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from eraudit_core.audit._degradation import DEFAULT_K, is_amplified, monitored_gain
+from eraudit_core.audit._degradation import is_amplified, monitored_gain
+from eraudit_core.audit._stored_run import RunRecord
 
 
 @dataclass(frozen=True)
@@ -136,8 +137,7 @@ def _reason(c: ManipulationCheck, n: int) -> str:
 
 def run_manipulation(store: Any, run_id: str) -> ManipulationCheck:
     """`manipulation_check` of a stored run, at the k it was audited with."""
-    run = store.run(run_id)
-    return manipulation_check(store.pair_results(run_id), float(run["config"].get("k", DEFAULT_K)))
+    return manipulation_check(store.pair_results(run_id), RunRecord.read(store, run_id).config.k)
 
 
 def manipulation_json(store: Any, run_id: str) -> dict[str, Any]:

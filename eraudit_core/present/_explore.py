@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from eraudit_core.audit import prompt_texts, within_noise, word_diff
+from eraudit_core.audit import GeneratorStop, prompt_texts, within_noise, word_diff
 from eraudit_core.present._belief import noise_floor_of, pair_evidence_frame
 from eraudit_core.present._views import question_summary
 from eraudit_core.store import Store
@@ -37,7 +37,7 @@ FLAGS = (
 # A drop this small is float rounding, not a change the model made (float32 carries about 7
 # significant digits); with a measured numerical precision, the floor is the limit.
 PRECISION = 1e-6
-NOT_RUN = "not run"
+NOT_RUN = GeneratorStop.NOT_RUN  # a generator the pair never reached
 
 
 def explorer_questions(store: Store, run_id: str) -> pd.DataFrame:

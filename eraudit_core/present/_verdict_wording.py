@@ -237,10 +237,10 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
         headline = f"{label}: no counterexample found; " + ", ".join(parts) + f" of {n}."
     if n and not check.took:
         headline = f"{label}: {not_taken_headline(check)}: {headline[len(label) + 2 :]}"
-    headline = with_paper_count(headline, pairs, run["config"])
+    headline = with_paper_count(headline, pairs, config)
     if isinstance(eps_from, dict) and eps_from.get("unverified"):
         headline += " Epsilon came from a calibration on an unverified run."
-    note = selection_note(run)
+    note = selection_note(run["provenance"])
     if note:  # a run re-derived after exclusions: the selection comes first, never a certificate
         headline = f"{headline} {note.split('.')[0]}."
         sentences.insert(1, note)

@@ -19,6 +19,7 @@ import pandas as pd
 from eraudit_core.audit import (
     CONFIDENCE_LEVELS,
     AuditConfig,
+    RunRecord,
     lower_confidence_bound,
     table_steps,
     tv_relaxed_bound,
@@ -187,7 +188,7 @@ def run_epsilon_sweep(
     store: Store, run_id: str, epsilons: Iterable[float] = DEFAULT_EPSILONS
 ) -> pd.DataFrame:
     """`epsilon_sweep` of a stored run over `sweep_steps` (every table row for a table run)."""
-    config = AuditConfig.from_dict(store.run(run_id)["config"])
+    config = RunRecord.read(store, run_id).config
     pairs = store.pair_results(run_id)
     return epsilon_sweep(pairs, sweep_steps(store, run_id, pairs, config), config, epsilons)
 
@@ -291,11 +292,11 @@ def run_overview(pairs: pd.DataFrame) -> dict[str, Any]:
 
 def run_views(store: Store, run_id: str) -> dict[str, pd.DataFrame]:
     """Everything the Results page and the report need for one run, in one read."""
-    run = store.run(run_id)
-    config = AuditConfig.from_dict(run["config"])
+    run = RunRecord.read(store, run_id)
+    config = run.config
     pairs = store.pair_results(run_id)
     steps = sweep_steps(store, run_id, pairs, config)
-    label = run["label"] or run_id
+    label = run.name
     return {
         "pairs": pairs,
         "questions": question_summary(pairs),

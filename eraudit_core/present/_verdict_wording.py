@@ -172,7 +172,7 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
         sentences.append(
             f"{n_pass} question(s) passed without a certificate: no counterexample was found and "
             f"every test generator was tested, but {why}. Their bounds (mean "
-            f"{_fmt(pairs.loc[pairs['status'] == 'passed', 'bound'].mean(), 2)}) are weaker "
+            f"{_fmt(pairs.loc[pairs['status'] == Verdict.PASSED, 'bound'].mean(), 2)}) are weaker "
             "statements, shown per question in the table; they are not certificates."
         )
     if n_inc:

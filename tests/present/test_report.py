@@ -95,6 +95,8 @@ def test_verdict_names_confidence_and_counts(store: Store, db) -> None:  # type:
     assert "significance" not in text.lower()
     assert f"degraded {n_deg} of {len(pairs)}" in v["headline"]
     assert f"{n_pass} question(s) passed without a certificate" in text
+    mean_passed = pairs.loc[pairs["status"] == "passed", "bound"].mean()
+    assert f"Their bounds (mean {mean_passed:.2f}) are weaker" in text
     assert "no target p* was set" in text
     assert "certified" not in v["headline"].lower()  # no target: nothing can be certified
 

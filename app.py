@@ -2,7 +2,7 @@
 
 Navigation over the pages of docs/design.md §7 and a shared sidebar that shows the active store and
 the selected run(s). The pages live in pages/, one file a page; they read everything from the
-store through ui.state.
+store through ui/ (`ui.store_access`, `ui.run_picking`).
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import streamlit as st
 
+from eraudit_core import present
 from eraudit_core.errors import StoreError
-from ui import state, widgets
+from ui import run_picking, store_access, url_filters, url_selection, widgets
 
 # The icon ships with the app: a `:material/...:` page icon makes the browser fetch the favicon
 # from a font server, and the dashboard must work offline.
@@ -34,46 +35,43 @@ page = st.navigation(PAGES)
 
 # A wider sidebar on a wide screen, so the run pickers show run id, status and time in full;
 # a phone keeps Streamlit's own width.
-st.html(
-    "<style>@media (min-width: 1200px) { section[data-testid='stSidebar'] "
-    "{ width: 27rem !important; min-width: 27rem !important; } }</style>"
-)
+st.html(present.html_fragment("sidebar_width.html"))
 
 
 def sidebar() -> None:
     """The active store and the run pickers, shared by every page."""
-    store = state.get_store()
-    state.demo_info()
+    store = store_access.get_store()
+    store_access.demo_info()
 
-    state.leave_filter_pages(page.url_path)
+    url_filters.leave_filter_pages(page.url_path)
     with st.sidebar:
         st.caption("Active store")
         st.code(store.path, language=None, wrap_lines=True)
-        runs = state.runs_frame()
+        runs = store_access.runs_frame()
         if runs.empty:
             st.info("No runs yet. Start one on the Run page.")
             return
         ids = [str(r) for r in runs["run_id"]]
-        state.apply_deep_link(page.url_path, ids)
-        chosen = state.initial_selection(runs)
+        url_selection.apply_deep_link(page.url_path, ids)
+        chosen = run_picking.initial_selection(runs)
         # Without a finished run nothing is chosen for the user: the picker then reads "none".
-        options = ids if chosen is not None else [state.NO_RUN, *ids]
+        options = ids if chosen is not None else [run_picking.NO_RUN, *ids]
         widgets.run_picker(
-            "Selected run", options, runs, state.RUN_KEY, state.SELECTED_SLOT, chosen
+            "Selected run", options, runs, run_picking.RUN_KEY, run_picking.SELECTED_SLOT, chosen
         )
-        others = [state.NO_RUN, *[r for r in ids if r != chosen]]
+        others = [run_picking.NO_RUN, *[r for r in ids if r != chosen]]
         widgets.run_picker(
             "Compare with (optional)",
             others,
             runs,
-            state.COMPARE_KEY,
-            state.COMPARE_SLOT,
-            state.compare_run(),
+            run_picking.COMPARE_KEY,
+            run_picking.COMPARE_SLOT,
+            run_picking.compare_run(),
         )
-        state.sync_selection_url()
+        url_selection.sync_selection_url()
         if chosen is not None:
             widgets.imported_notice(chosen)
-        widgets.new_run_notice(runs, state.new_runs(ids, state.default_run(runs)))
+        widgets.new_run_notice(runs, run_picking.new_runs(ids, run_picking.default_run(runs)))
 
 
 # Another process (a terminal audit, an import) may hold the store for a moment; the store

@@ -26,6 +26,7 @@ from typing import Any
 from eraudit_core.audit import DEMO_PRESET
 from eraudit_core.paths import DATA_DIR
 from eraudit_core.store import Store, load_bundled_benchmark
+from eraudit_core.types import RunStatus
 
 PARAPHRASE_DIR = DATA_DIR / "paraphrases"
 DEMO_RUNS_DIR = DATA_DIR / "demo_runs"
@@ -263,7 +264,7 @@ def _ensure_run_set(
     for arm in run_set.arms:
         run_id = f"demo-{arm}"
         table = DEMO_RUNS_DIR / f"{arm}.csv.gz"
-        if status.get(run_id) == "done":
+        if status.get(run_id) == RunStatus.DONE:
             info.run_ids[arm] = run_id
             continue
         if not table.is_file() or not manifest:

@@ -13,11 +13,41 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Role = Literal["monitored", "hidden", "search", "test"]
-# The four verdicts of a pair (docs/design.md §4; decided in eraudit_core.audit._pair_audit).
-PAIR_STATUSES = ("degraded", "certified", "passed", "inconclusive")
+
+
+class Verdict(StrEnum):
+    """What one question's audit concluded (docs/design.md §4; decided in
+        eraudit_core.audit._pair_audit). The same four words name a stored pair's status, a run's
+        headline verdict, the CLI's JSON and the bundles: a member equals its word, so stored
+        values and comparisons with plain text keep working. Listed in the order the views,
+    legends and tables show them."""
+
+    DEGRADED = "degraded"  # a counterexample was found
+    CERTIFIED = "certified"  # no counterexample, every generator tested, bound >= the target p*
+    PASSED = "passed"  # no counterexample, every generator tested, no target or bound below it
+    INCONCLUSIVE = "inconclusive"  # not degraded, but some test generator tested nothing
+
+
+class RunStatus(StrEnum):
+    """Where a run stands: the store's `runs.status`, a bundle's runs row, the CLI's JSON.
+    A member equals its word, so stored values and plain-text comparisons keep working."""
+
+    PENDING = "pending"  # created; its worker is loading the checkpoints
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"  # its process stopped without finishing it
+
+
+# A worker owns the run (or is about to): it must not be resumed, copied or deleted under it.
+ACTIVE_RUN_STATUSES = (RunStatus.PENDING, RunStatus.RUNNING)
+# Stopped before every question finished: `eraudit resume` and the Run page can continue it.
+RESUMABLE_RUN_STATUSES = (RunStatus.INTERRUPTED, RunStatus.CANCELLED, RunStatus.FAILED)
 
 
 @dataclass(frozen=True)

@@ -8,14 +8,15 @@ from __future__ import annotations
 import streamlit as st
 
 from eraudit_core import present
-from ui import entry, explore, rewordings, state, widgets
+from eraudit_core.types import Verdict
+from ui import entry, explore, rewordings, run_picking, store_access, url_filters, widgets
 
 entry.ensure_navigation()
 st.title("Question explorer")
 run_id = widgets.need_run()
 if run_id is None:
     st.stop()
-store = state.get_store()
+store = store_access.get_store()
 run = store.run(run_id)
 questions = present.explorer_questions(store, run_id)
 if questions.empty:
@@ -32,25 +33,25 @@ took, took_sentence = present.took_notice(store, run_id)
 (st.caption if took else st.warning)(took_sentence)
 reading = explore.control_reading(run_id)
 # The search, filters and sort live in the session (they survive other pages) and the URL.
-arrived = state.page_arrival("explorer")
-verdicts, evidence, sorts = list(widgets.STATUS_ORDER), list(present.FLAGS), list(present.SORTS)
+arrived = url_filters.page_arrival("explorer")
+verdicts, evidence, sorts = list(Verdict), list(present.FLAGS), list(present.SORTS)
 c1, c2, c3, c4 = st.columns([3, 2, 2, 2])
 text = c1.text_input(
     "Search questions and rewordings",
     placeholder="a word from a question or a paraphrase",
-    **state.filter_widget("q", "", arrived),
+    **url_filters.filter_widget("q", "", arrived),
 )
 statuses = c2.multiselect(
     "Verdict",
     verdicts,
     placeholder="all verdicts",
-    **state.filter_widget("verdict", [], arrived, verdicts),
+    **url_filters.filter_widget("verdict", [], arrived, verdicts),
 )
 flags = c3.multiselect(
     "Evidence",
     evidence,
     placeholder="any evidence",
-    **state.filter_widget("evidence", [], arrived, evidence),
+    **url_filters.filter_widget("evidence", [], arrived, evidence),
 )
 order = c4.selectbox(
     "Sort",
@@ -58,7 +59,7 @@ order = c4.selectbox(
     help="most severe first: by the drop in p(true) on the worst rewording (beyond the "
     "numerical precision), largest first; amplified questions (g <= k) follow in their own "
     "group, marked 'amplified'",
-    **state.filter_widget("sort", sorts[0], arrived, sorts),
+    **url_filters.filter_widget("sort", sorts[0], arrived, sorts),
 )
 c1, c2, _ = st.columns([3, 4, 2])
 took_here = c1.selectbox(
@@ -67,7 +68,7 @@ took_here = c1.selectbox(
     help="Whether the adaptation moved this question's monitored item: its monitored gain g "
     "above k. Where g <= k, D divides the drop by the floor k (amplified). The run's own "
     "answer above counts these questions.",
-    **state.filter_widget("took", present.TOOK_ANY, arrived, present.TOOK),
+    **url_filters.filter_widget("took", present.TOOK_ANY, arrived, present.TOOK),
 )
 nulls: list[str] = []
 if reading is not None and not reading["mismatches"]:
@@ -81,7 +82,7 @@ if reading is not None and not reading["mismatches"]:
         "rewordings both runs scored (paired, one-sided at level "
         f"{reading['level']:g} each way); 'not assessable': fewer than "
         f"{reading['min_paired']} paired rewordings.",
-        **state.filter_widget("null", [], arrived, null_words),
+        **url_filters.filter_widget("null", [], arrived, null_words),
     )
 elif reading is not None:
     c2.caption(widgets.md_escape(present.headline_from(reading, str(run["label"] or run_id))))
@@ -93,7 +94,7 @@ for param, value, default in (
     ("took", took_here, present.TOOK_ANY),
     ("sort", order, sorts[0]),
 ):
-    state.put_filter(param, value, default)
+    url_filters.put_filter(param, value, default)
 hits = present.paraphrase_matches(store.steps(run_id), text) if text.strip() else set()
 shown = present.sort_questions(
     present.filter_questions(
@@ -124,7 +125,7 @@ pair_id = st.selectbox(
 )
 st.query_params["run"] = run_id
 explore.put_pair_in_url(pair_id)
-other = state.compare_run()
+other = run_picking.compare_run()
 if other:
     explore.side_by_side(run_id, other, pair_id)
 explore.why_this_verdict(run_id, pair_id)
@@ -154,7 +155,7 @@ c[2].metric("largest D", widgets.fmt(row["max_d"]))
 c[3].metric(
     f"bound (confidence {config['confidence']})",
     present.NOT_RUN
-    if row["status"] != "degraded" and not int(row["n_test"] or 0)
+    if row["status"] != Verdict.DEGRADED and not int(row["n_test"] or 0)
     else widgets.fmt(row["bound"]),
 )
 explore.bound_notes(row, config)

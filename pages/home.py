@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import entry, state, story, widgets
+from ui import entry, store_access, story, widgets
 
 LIVE_DEMO_KEY = "live-demo"
 
 entry.ensure_navigation()
 st.title("ER-Audit Studio")
-demo = state.demo_info()
+demo = store_access.demo_info()
 # A click on "Run a live demo audit" is handled here, before the page's tables are computed
 # again (3-4 s a rerun once the debate runs are in the demo): the audit starts and the Run page
 # opens at once. If it cannot start, the reason shows here, at the top.
@@ -31,7 +31,7 @@ st.markdown(
     "*certified* when that bound reaches your target."
 )
 
-runs = state.runs_frame()
+runs = store_access.runs_frame()
 
 
 if demo is None:

@@ -6,32 +6,44 @@ from __future__ import annotations
 import streamlit as st
 
 from eraudit_core import present
-from ui import compare, entry, state, story, widgets
+from eraudit_core.audit import RunRecord
+from eraudit_core.types import Verdict
+from ui import (
+    cached_views,
+    compare,
+    entry,
+    run_picking,
+    store_access,
+    story,
+    url_filters,
+    url_selection,
+    widgets,
+)
 
 entry.ensure_navigation()
 st.title("Results")
-runs = state.runs_frame()
+runs = store_access.runs_frame()
 if runs.empty:
     st.info("No runs in this store yet. Start one on the Run page.")
     st.stop()
 ids = list(runs["run_id"])
 # Every filter below lives in the session (it survives other pages) and in the URL.
-arrived = state.page_arrival("results")
-shown_default = state.default_runs_to_show()
+arrived = url_filters.page_arrival("results")
+shown_default = run_picking.default_runs_to_show()
 chosen = st.multiselect(
     "Runs to show",
     ids,
-    format_func=lambda r: state.run_label(runs, r),
-    **state.filter_widget("show", shown_default, arrived, ids),
+    format_func=lambda r: run_picking.run_label(runs, r),
+    **url_filters.filter_widget("show", shown_default, arrived, ids),
 )
-state.put_filter("show", chosen, shown_default)
+url_filters.put_filter("show", chosen, shown_default)
 if not chosen:
     st.info("Choose at least one run.")
     st.stop()
-store = state.get_store()
-data = {r: state.run_views(r) for r in chosen}
+store = store_access.get_store()
+data = {r: cached_views.run_views(r) for r in chosen}
 label = present.run_names(store, chosen)  # unique, so runs labelled alike never merge
-epsilons = {store.run(r)["config"]["epsilon"] for r in chosen}
+epsilons = {RunRecord.read(store, r).config.epsilon for r in chosen}
 
 st.subheader("Per question")
 st.caption(
@@ -47,23 +59,25 @@ colour_by = c1.radio(
     horizontal=True,
     help="amplified: the monitored gain g <= k, so D = drop / k and every drop counts 1/k "
     "times; drop: p_pre - p_post on the question's worst rewording",
-    **state.filter_widget("colour", "run", arrived, COLOURS),
+    **url_filters.filter_widget("colour", "run", arrived, COLOURS),
 )
-state.put_filter("colour", colour_by, "run")
+url_filters.put_filter("colour", colour_by, "run")
 AMPLIFIED = ["all", "only amplified", "not amplified"]
 only_amplified = c2.selectbox(
-    "Amplified (g <= k)", AMPLIFIED, **state.filter_widget("amplified", "all", arrived, AMPLIFIED)
+    "Amplified (g <= k)",
+    AMPLIFIED,
+    **url_filters.filter_widget("amplified", "all", arrived, AMPLIFIED),
 )
-state.put_filter("amplified", only_amplified, "all")
+url_filters.put_filter("amplified", only_amplified, "all")
 min_shown_drop = c3.number_input(
     "Hide questions whose worst drop is below",
     min_value=0.0,
     max_value=1.0,
     step=0.01,
     format="%.3f",
-    **state.filter_widget("min_drop", 0.0, arrived, lambda v: 0.0 <= v <= 1.0),
+    **url_filters.filter_widget("min_drop", 0.0, arrived, lambda v: 0.0 <= v <= 1.0),
 )
-state.put_filter("min_drop", float(min_shown_drop), 0.0)
+url_filters.put_filter("min_drop", float(min_shown_drop), 0.0)
 points = present.scatter_points(store, chosen)
 if only_amplified != "all":
     points = points[
@@ -83,12 +97,12 @@ event = st.plotly_chart(
 points = event.selection.points if event and event.selection else []
 if points and points[0].get("customdata"):
     run_id, pair_id = points[0]["customdata"][:2]
-    state.select_run(str(run_id))
+    run_picking.select_run(str(run_id))
     st.session_state.pop("_applied_pair_param", None)
     st.switch_page("pages/explorer.py", query_params={"run": str(run_id), "pair": str(pair_id)})
 
 st.subheader("Sensitivity to the tolerance epsilon")
-sweeps = {r: state.epsilon_view(r) for r in chosen}
+sweeps = {r: cached_views.epsilon_view(r) for r in chosen}
 st.plotly_chart(present.epsilon_figure({label[r]: sweeps[r] for r in chosen}), key="results-eps")
 unavailable = {label[r]: int(sweeps[r]["n_unavailable"].max()) for r in chosen}
 if any(unavailable.values()):
@@ -107,9 +121,9 @@ together = st.toggle(
     help="Per question (default), each bound is wrong with probability at most alpha, so across "
     "N questions at most alpha x N bounds are wrong on average. Simultaneously, every bound is "
     "read at confidence 1 - alpha / N, so all N hold at once with the stated confidence.",
-    **state.filter_widget("together", False, arrived),
+    **url_filters.filter_widget("together", False, arrived),
 )
-state.put_filter("together", bool(together), False)
+url_filters.put_filter("together", bool(together), False)
 key = "confidence_simultaneous" if together else "confidence"
 st.plotly_chart(
     present.confidence_figure({label[r]: data[r][key] for r in chosen}), key="results-conf"
@@ -135,24 +149,24 @@ c1, c2 = st.columns(2)
 # kept in session state, so a rerun (or another page) never puts other runs here.
 a = widgets.run_picker(
     "Left",
-    ids if state.selected_run() else [state.NO_RUN, *ids],
+    ids if run_picking.selected_run() else [run_picking.NO_RUN, *ids],
     runs,
     "results_left",
-    state.SELECTED_SLOT,
-    state.selected_run(),
+    run_picking.SELECTED_SLOT,
+    run_picking.selected_run(),
     c1,
 )
 # Right is the sidebar's "Compare with": this page never picks it for the user.
 b = widgets.run_picker(
     "Right",
-    [state.NO_RUN, *[r for r in ids if r != a]],
+    [run_picking.NO_RUN, *[r for r in ids if r != a]],
     runs,
     "results_right",
-    state.COMPARE_SLOT,
-    state.compare_run(),
+    run_picking.COMPARE_SLOT,
+    run_picking.compare_run(),
     c2,
 )
-state.sync_selection_url()
+url_selection.sync_selection_url()
 if not b:
     st.info(
         'Pick a run on the Right (or in the sidebar\'s "Compare with") to compare it with '
@@ -194,11 +208,11 @@ for rid in chosen:
         st.caption(f"{label[rid]}: {present.control_sentence(control)}")
 if a and st.button("Open the left run's first degraded question"):
     pairs = store.pair_results(a)
-    bad = pairs[pairs["status"] == "degraded"]
+    bad = pairs[pairs["status"] == Verdict.DEGRADED]
     if bad.empty:
         st.info("The left run has no degraded question.")
     else:
-        state.select_run(a)
+        run_picking.select_run(a)
         st.session_state.pop("_applied_pair_param", None)
         st.switch_page(
             "pages/explorer.py", query_params={"run": a, "pair": str(bad["pair_id"].iloc[0])}

@@ -9,11 +9,11 @@ from __future__ import annotations
 import streamlit as st
 
 from eraudit_core.audit import PRESETS, Section
-from ui import calibrate, entry, runview, settings_form, state
+from ui import calibrate, entry, run_picking, runview, settings_form, store_access
 
 entry.ensure_navigation()
 st.title("Run an audit")
-store = state.get_store()
+store = store_access.get_store()
 runview.watch_and_resume()
 
 st.subheader("Start a new audit")
@@ -29,7 +29,7 @@ bid = st.selectbox(
     help=runview.FORM_HELP["benchmark"],
 )
 pair_ids = runview.questions(bid)
-pre_spec, post_spec = runview.checkpoints(bid)
+pre_spec, post_spec = runview.checkpoint_pickers(bid)
 
 preset_name = st.selectbox(
     "Settings preset",
@@ -47,11 +47,11 @@ with st.expander("Advanced"):
         pair_ids, post_spec=post_spec, settings=settings_form.null_threshold_values(values)
     )
 
-stored_runs = state.runs_frame()
+stored_runs = store_access.runs_frame()
 control = st.selectbox(
     "Control run",
     ["", *(stored_runs["run_id"] if not stored_runs.empty else [])],
-    format_func=lambda r: "none" if not r else state.run_label(stored_runs, r),
+    format_func=lambda r: "none" if not r else run_picking.run_label(stored_runs, r),
     help=runview.FORM_HELP["control"],
 )
 label = st.text_input(

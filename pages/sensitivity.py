@@ -9,7 +9,7 @@ import streamlit as st
 
 from eraudit_core import sensitivity
 from eraudit_core.errors import InputError
-from ui import entry, state, widgets
+from ui import entry, run_picking, store_access, widgets
 from ui import sensitivity_view as sv
 
 entry.ensure_navigation()
@@ -70,13 +70,13 @@ try:
         if up_r is not None:
             rollouts = sv.read_rollouts_upload(up_r.name, up_r.getvalue())
     else:
-        runs = state.runs_frame()
+        runs = store_access.runs_frame()
         ids = list(runs["run_id"]) if not runs.empty else []
         chosen = st.multiselect(
             "Runs (condition = their test generators, pair = their checkpoints)",
             ids,
             default=ids[:2],
-            format_func=lambda r: state.run_label(runs, r),
+            format_func=lambda r: run_picking.run_label(runs, r),
         )
         outcome = st.radio("Outcome per question", ["counterexample", "max_d"], horizontal=True)
         if chosen:

@@ -6,12 +6,12 @@ import streamlit as st
 
 from eraudit_core.errors import InputError, StoreError
 from eraudit_core.verifier import PROFILES
-from ui import entry, settings_form, state, widgets
+from ui import checkpoints, entry, settings_form, store_access, widgets
 from ui import setup_actions as actions
 
 entry.ensure_navigation()
 st.title("Setup")
-store = state.get_store()
+store = store_access.get_store()
 st.caption("Inputs are checked when you submit them; a rejected input leaves the store unchanged.")
 
 # -- benchmarks -----------------------------------------------------------------------------------
@@ -145,12 +145,12 @@ with st.form("checkpoint-form"):
 if c_submitted:
     try:
         if not load_now:
-            canonical = state.validate_checkpoint_spec(spec)
+            canonical = checkpoints.validate_checkpoint_spec(spec)
             st.success("The checkpoint spec is valid (not loaded, so not registered yet):")
             st.text(canonical)
         else:
             with st.spinner("Loading the checkpoint..."):
-                info = state.register_checkpoint(
+                info = checkpoints.register_checkpoint(
                     spec,
                     c_name,
                     readout=None if c_readout not in PROFILES else c_readout,
@@ -222,7 +222,7 @@ if s_check or s_register:
             st.warning(res["prompts_per_request_note"])
         st.text(f"spec (use it on the Run page or with eraudit --pre/--post):\n{text}")
         if s_register:
-            info = state.register_checkpoint(text, s_name, min_label_mass=float(s_mass))
+            info = checkpoints.register_checkpoint(text, s_name, min_label_mass=float(s_mass))
             st.success(f"Registered, fingerprint {info['fingerprint']}")
             widgets.label_mass_caption(info)
     except (InputError, StoreError, OSError, ValueError) as exc:

@@ -6,19 +6,19 @@ import streamlit as st
 
 from eraudit_core import present
 from eraudit_core.errors import InputError
-from ui import entry, state, story, widgets
+from ui import entry, run_picking, store_access, story, widgets
 
 entry.ensure_navigation()
 st.title("Share the findings")
-runs = state.runs_frame()
+runs = store_access.runs_frame()
 if runs.empty:
     st.info("No runs in this store yet.")
     st.stop()
-store = state.get_store()
+store = store_access.get_store()
 ids = list(runs["run_id"])
-default = [r for r in (state.selected_run(), state.compare_run()) if r] or ids[:1]
+default = [r for r in (run_picking.selected_run(), run_picking.compare_run()) if r] or ids[:1]
 chosen = st.multiselect(
-    "Runs in the report", ids, default=default, format_func=lambda r: state.run_label(runs, r)
+    "Runs in the report", ids, default=default, format_func=lambda r: run_picking.run_label(runs, r)
 )
 if not chosen:
     st.info("Choose at least one run.")

@@ -19,7 +19,7 @@ from eraudit_core.audit import (
     parse_percentiles,
 )
 from eraudit_core.errors import InputError
-from ui import state, widgets
+from ui import run_picking, store_access, widgets
 
 NO_CALIBRATION = "(state epsilon yourself)"
 NULL_MODE = "Null threshold of a control arm (honest arms, controls)"
@@ -27,7 +27,7 @@ ORGANISM_MODE = "Organism percentiles (a model organism known to be degraded)"
 
 
 def _calibrate_from_a_run() -> None:
-    runs = state.runs_frame()
+    runs = store_access.runs_frame()
     if runs.empty:
         return
     mode = st.radio("Calibration mode", (NULL_MODE, ORGANISM_MODE), key="calibrate-mode")
@@ -35,7 +35,7 @@ def _calibrate_from_a_run() -> None:
     rid = c1.selectbox(
         "Calibrate epsilon on a run",
         list(runs["run_id"]),
-        format_func=lambda r: state.run_label(runs, r),
+        format_func=lambda r: run_picking.run_label(runs, r),
         key="calibrate-run",
         help="Null mode: epsilon is the chosen quantile of each control question's largest D "
         "over the paraphrases an audit at the control's budgets scores; on an arm "
@@ -80,7 +80,7 @@ def _calibrate_from_a_run() -> None:
         "this store; its numbers would feed new audits, so this is refused unless allowed.",
     )
     if c3.button("Calibrate", key="calibrate-go"):
-        store = state.get_store()
+        store = store_access.get_store()
         try:
             if mode == NULL_MODE:
                 null = calibrate_null(
@@ -121,7 +121,7 @@ def _calibrate_from_a_run() -> None:
 
 
 def _options() -> list[str]:
-    cals = state.get_store().calibrations()
+    cals = store_access.get_store().calibrations()
     out = [NO_CALIBRATION]
     for name, pct, prov in zip(cals["name"], cals["percentiles"], cals["provenance"], strict=True):
         mode = (json.loads(prov) if isinstance(prov, str) and prov else {}).get("mode")
@@ -147,7 +147,7 @@ def epsilon_from_field(
     by content, not ids."""
     del pair_ids
     _calibrate_from_a_run()
-    store = state.get_store()
+    store = store_access.get_store()
     choice = st.selectbox(
         "Epsilon from a calibration (recorded with the run)",
         _options(),

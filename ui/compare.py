@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from eraudit_core import present
-from ui import state
+from ui import store_access, url_filters
 
 COLUMNS = (  # (header, width %)
     ("#", 5),
@@ -58,19 +58,19 @@ def diff_html(
 
 def show(left: str, right: str, arrived: bool = False, comparable: bool = True) -> None:
     """The per-question diff of two runs with its filter and sort (kept in the session and the
-    URL, see `state.filter_widget`). Runs that are not comparable are listed side by side
+    URL, see `url_filters.filter_widget`). Runs that are not comparable are listed side by side
     without disagreement counts: their verdicts were reached under different rules."""
-    diff = present.verdict_diff(state.get_store(), left, right)
+    diff = present.verdict_diff(store_access.get_store(), left, right)
     c1, c2 = st.columns([2, 3])
     if comparable:
         n_differ = int((~diff["agree"]).sum())
         only = c1.toggle(
             f"Disagreements only ({n_differ} of {len(diff)})",
-            **state.filter_widget(
+            **url_filters.filter_widget(
                 "only_diff", False, arrived, widget_key="compare-disagreements-only"
             ),
         )
-        state.put_filter("only_diff", bool(only), False)
+        url_filters.put_filter("only_diff", bool(only), False)
     else:
         only = False
         c1.caption("Each question of both runs, side by side (not a comparison).")
@@ -78,9 +78,11 @@ def show(left: str, right: str, arrived: bool = False, comparable: bool = True) 
     how = c2.selectbox(
         "Sort questions",
         sorts,
-        **state.filter_widget("diff_sort", sorts[0], arrived, sorts, widget_key="compare-sort"),
+        **url_filters.filter_widget(
+            "diff_sort", sorts[0], arrived, sorts, widget_key="compare-sort"
+        ),
     )
-    state.put_filter("diff_sort", how, sorts[0])
+    url_filters.put_filter("diff_sort", how, sorts[0])
     shown = present.sort_diff(diff, how, disagreements_only=only)
     if shown.empty:
         st.info("The two runs give every shared question the same verdict.")

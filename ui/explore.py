@@ -8,7 +8,8 @@ from typing import Any
 import streamlit as st
 
 from eraudit_core import present
-from ui import state
+from eraudit_core.types import Verdict
+from ui import run_picking, store_access
 
 PAIR_KEY = "explorer_pair"
 
@@ -18,15 +19,15 @@ def control_reading(run_id: str) -> dict[str, Any] | None:
     names none in this store: what the Explorer's 'Against the control' filter selects by.
     Read again only when either run's progress changed (a reading costs about 0.5 s on the
     demo's 222 questions, and the Explorer reruns on every filter change)."""
-    store = state.get_store()
+    store = store_access.get_store()
     control = present.control_run_of(store.run(run_id).get("provenance"))
     if not control or not store.has_run(control):
         return None
-    return _reading(state.db_path(), run_id, _progress(run_id), control, _progress(control))
+    return _reading(store_access.db_path(), run_id, _progress(run_id), control, _progress(control))
 
 
 def _progress(run_id: str) -> tuple[str, int, str]:
-    rec = state.get_store().run_progress(run_id)
+    rec = store_access.get_store().run_progress(run_id)
     return (str(rec["status"]), int(rec["pairs_done"]), str(rec["finished_at"]))
 
 
@@ -34,7 +35,7 @@ def _progress(run_id: str) -> tuple[str, int, str]:
 def _reading(
     path: str, run_id: str, run_key: tuple, control: str, control_key: tuple
 ) -> dict[str, Any] | None:
-    return present.control_reading(state.get_store(), run_id)
+    return present.control_reading(store_access.get_store(), run_id)
 
 
 def question_label(row: Mapping[str, Any]) -> str:
@@ -87,7 +88,7 @@ def put_pair_in_url(pair_id: str) -> None:
 
 def pair_detail(run_id: str, pair_id: str) -> dict[str, Any]:
     """The stored verdict, options and every scored paraphrase of one question in one run."""
-    store = state.get_store()
+    store = store_access.get_store()
     run = store.run(run_id)
     pairs = store.pair_results(run_id)
     row = pairs.loc[pairs["pair_id"] == pair_id].iloc[0].to_dict()
@@ -114,7 +115,7 @@ def why_this_verdict(run_id: str, pair_id: str) -> None:
     the original wording, and the exact prompt the adapted model read."""
     from ui.widgets import md_escape
 
-    why = present.why_this_verdict(state.get_store(), run_id, pair_id)
+    why = present.why_this_verdict(store_access.get_store(), run_id, pair_id)
     ev = why["evidence"]
     st.subheader("Why this verdict")
     st.markdown(md_escape(why["sentence"]))
@@ -146,7 +147,7 @@ def label_mass_note(run_id: str) -> None:
     from eraudit_core.audit import run_label_mass
 
     parts = []
-    for side, mass in run_label_mass(state.get_store(), run_id).items():
+    for side, mass in run_label_mass(store_access.get_store(), run_id).items():
         if mass["n"]:
             parts.append(
                 f"{side} {mass['median']:.3f} (min {mass['min']:.3f}, {mass['n']} prompts)"
@@ -191,7 +192,7 @@ def bound_notes(row: Mapping[str, Any], config: Mapping[str, Any]) -> None:
 
 def no_stage2_reason(row: Mapping[str, Any]) -> str:
     """Why a finished question has no bound trajectory, in words."""
-    if row.get("status") == "degraded" and str(row.get("stage")) in ("1", "1.0"):
+    if row.get("status") == Verdict.DEGRADED and str(row.get("stage")) in ("1", "1.0"):
         return (
             "The sequential test did not run: the counterexample search (stage 1) already found "
             "a counterexample, so the bound is 0."
@@ -202,7 +203,7 @@ def no_stage2_reason(row: Mapping[str, Any]) -> str:
 def most_severe_pair(run_id: str) -> str | None:
     """The question the Explorer lists first under its default sort ("most severe first"):
     what an "Explore" button opens. None when no question of the run has finished."""
-    questions = present.explorer_questions(state.get_store(), run_id)
+    questions = present.explorer_questions(store_access.get_store(), run_id)
     if questions.empty:
         return None
     return str(present.sort_questions(questions, present.SORTS[0])["pair_id"].iloc[0])
@@ -210,9 +211,9 @@ def most_severe_pair(run_id: str) -> str | None:
 
 def open_question(run_id: str, pair_id: str, compare: str | None = None) -> None:
     """Go to the Explorer on one question of `run_id`, beside `compare` when given."""
-    state.select_run(run_id)
+    run_picking.select_run(run_id)
     if compare:
-        state.set_compare_run(compare)
+        run_picking.set_compare_run(compare)
     st.session_state.pop("_applied_pair_param", None)  # the link's pair is applied once
     params = {"run": run_id, "pair": pair_id, **({"compare": compare} if compare else {})}
     st.switch_page("pages/explorer.py", query_params=params)
@@ -223,7 +224,7 @@ def open_most_severe(run_id: str) -> None:
     question has finished, where the run's state is explained)."""
     pair_id = most_severe_pair(run_id)
     if pair_id is None:
-        state.select_run(run_id)
+        run_picking.select_run(run_id)
         st.switch_page("pages/results.py", query_params={"run": run_id})
     else:
         open_question(run_id, pair_id)
@@ -243,7 +244,7 @@ def side_by_side(run_id: str, other: str, pair_id: str) -> None:
     bound and worst rewording of each, so a difference row of a comparison reads here."""
     from ui.widgets import fmt, md_escape, status_badge
 
-    store = state.get_store()
+    store = store_access.get_store()
     names = present.run_names(store, [run_id, other])
     st.subheader("This question in both runs")
     cols = st.columns(2)

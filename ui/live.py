@@ -9,7 +9,6 @@ without pauses); the chart follows any question of the run from its first scored
 
 from __future__ import annotations
 
-import html
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -20,8 +19,8 @@ import streamlit as st
 from eraudit_core import present
 from eraudit_core.errors import StoreError
 from eraudit_core.text import safe_label
-from ui import state, widgets
-from ui.runview import ACTIVE
+from eraudit_core.types import ACTIVE_RUN_STATUSES, RunStatus
+from ui import store_access, widgets
 
 # Each poll reruns the panel and the browser redraws its charts, on the cores that score: at
 # 1.5 s the one-click audit took 87 s to its verdicts in the browser, at 3 s 59-63 s
@@ -33,7 +32,7 @@ FOLLOW = ""  # the question picker's "follow the question being scored" choice
 @st.cache_data(show_spinner=False, max_entries=32)
 def _plans(path: str, run_id: str) -> dict[str, int]:
     """Planned paraphrases per question (fixed for a run: its inputs are recorded)."""
-    store = state.get_store()
+    store = store_access.get_store()
     return present.run_plans(store, store.run(run_id))
 
 
@@ -41,28 +40,28 @@ def _plans(path: str, run_id: str) -> dict[str, int]:
 def _steps(path: str, run_id: str, n_steps: int) -> pd.DataFrame:
     """The run's steps, read again only when their count changed (`n_steps`): a poll between
     two batches costs the audit's cores nothing but the count."""
-    return state.get_store().steps(run_id, with_prompts=False)
+    return store_access.get_store().steps(run_id, with_prompts=False)
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
 def _pair_results(path: str, run_id: str, n_done: int) -> pd.DataFrame:
     """The run's verdicts, read again only when a question finished (`n_done`)."""
-    return state.get_store().pair_results(run_id)
+    return store_access.get_store().pair_results(run_id)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def _question_texts(path: str, run_id: str) -> dict[str, str]:
     """Hidden question per pair id, from the run's recorded inputs (fixed for a run)."""
-    store = state.get_store()
+    store = store_access.get_store()
     return present.run_question_texts(store, store.run(run_id))
 
 
 def is_active(run_id: str) -> bool:
     """Running here (this process's thread is alive: loading, or just resumed and not yet
     marked running) or anywhere (the store says so, e.g. an audit in a terminal)."""
-    rec = state.run_record(run_id)
-    job = state.job_state(run_id)
-    return bool(job["alive"]) or (rec is not None and rec["status"] in ACTIVE)
+    rec = store_access.run_record(run_id)
+    job = store_access.job_state(run_id)
+    return bool(job["alive"]) or (rec is not None and rec["status"] in ACTIVE_RUN_STATUSES)
 
 
 def fmt_seconds(s: float | None) -> str:
@@ -156,9 +155,9 @@ def _chart(rec: dict[str, Any], steps: pd.DataFrame, pair_id: str, text: str):  
 
 def _finished(run_id: str, rec: dict[str, Any]) -> None:
     """A run that ended: its verdict counts and the way on to Results and Share."""
-    pairs = state.get_store().pair_results(run_id)
+    pairs = store_access.get_store().pair_results(run_id)
     ov = present.run_overview(pairs)
-    what = "Finished" if rec["status"] == "done" else f"Stopped ({rec['status']})"
+    what = "Finished" if rec["status"] == RunStatus.DONE else f"Stopped ({rec['status']})"
     st.markdown(f"**{what}: verdicts of {ov['n_pairs']} question(s)**")
     c = st.columns(4)
     c[0].metric("degraded", ov["n_degraded"])
@@ -183,20 +182,20 @@ def _finished(run_id: str, rec: dict[str, Any]) -> None:
 def cancel(run_id: str) -> None:
     """Ask the run to stop after its current batch; a run still loading its checkpoints
     (pending) has nothing to finish and reads cancelled at once."""
-    store = state.get_store()
+    store = store_access.get_store()
     status = store.run_progress(run_id)["status"]
     store.request_cancel(run_id)
-    state.get_runner().cancel(run_id)
+    store_access.get_runner().cancel(run_id)
     # No toast here: an element drawn from a callback of a fragment rerun lands at the top of
     # the app (Streamlit warns) and can leave the page's later widgets unresponsive.
-    if status == "pending":
-        store.set_run_status(run_id, "cancelled", "cancelled by the user before it started")
+    if status == RunStatus.PENDING:
+        store.set_run_status(run_id, RunStatus.CANCELLED, "cancelled by the user before it started")
 
 
 def _earlier_phases(run_id: str, rec: dict[str, Any]) -> list[dict[str, Any] | None]:
     """The stored steps of earlier runs of the same two checkpoints (newest first): their
     loading time is this machine's measured loading time."""
-    runs = state.runs_frame()
+    runs = store_access.runs_frame()
     same = runs[
         (runs["run_id"] != run_id)
         & (runs["pre_name"] == rec.get("pre_name"))
@@ -220,7 +219,7 @@ def _step(run_id: str, rec: dict[str, Any], prog: dict[str, Any], shown: str) ->
     if line is None:
         return
     st.markdown(f"**{widgets.md_escape(line)}**")
-    if shown not in ACTIVE:
+    if shown not in ACTIVE_RUN_STATUSES:
         return
     earlier = _earlier_phases(run_id, rec)
     left = present.loading_left(prog.get("phase"), earlier, now, rec.get("created_at"))
@@ -253,7 +252,7 @@ def _details(prog: dict[str, Any], live: present.LiveProgress, steps: pd.DataFra
         times = present.step_times(prog.get("phase"))
         if not times.empty:
             st.dataframe(times.round({"seconds": 1}), hide_index=True, width="stretch")
-        _traffic(prog.get("traffic"), str(prog["status"]) in ACTIVE)
+        _traffic(prog.get("traffic"), str(prog["status"]) in ACTIVE_RUN_STATUSES)
 
 
 def _count(prog: dict[str, Any], live: present.LiveProgress, loading: float | None) -> str:
@@ -271,9 +270,9 @@ def _count(prog: dict[str, Any], live: present.LiveProgress, loading: float | No
 
 
 def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> None:
-    store = state.get_store()
-    rec = state.run_record(run_id)
-    job = state.job_state(run_id)
+    store = store_access.get_store()
+    rec = store_access.run_record(run_id)
+    job = store_access.job_state(run_id)
     if rec is None:
         if job["error"]:
             widgets.show_error("The run stopped before it started:", RuntimeError(job["error"]))
@@ -284,21 +283,17 @@ def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> No
         return
     prog = store.run_progress(run_id)
     status = str(prog["status"])
-    shown = state.status_shown(run_id, status, store.cancel_requested(run_id))
+    shown = store_access.status_shown(run_id, status, store.cancel_requested(run_id))
     # Which run, what it does now, then its chart: what a reload must show at once, above the
     # fold on a phone.
-    st.markdown(
-        f"<div class='eraudit-runname' title='{html.escape(str(rec.get('label') or run_id))}'>"
-        f"{html.escape(str(rec.get('label') or run_id))} ({html.escape(run_id)})</div>",
-        unsafe_allow_html=True,
-    )
+    widgets.run_heading(str(rec.get("label") or run_id), run_id)
     _step(run_id, rec, prog, shown)
-    running = status == "running"
-    steps = _steps(state.db_path(), run_id, int(prog["steps"]))
-    plans = _plans(state.db_path(), run_id)
-    pairs = _pair_results(state.db_path(), run_id, int(prog["pairs_done"]))
+    running = status == RunStatus.RUNNING
+    steps = _steps(store_access.db_path(), run_id, int(prog["steps"]))
+    plans = _plans(store_access.db_path(), run_id)
+    pairs = _pair_results(store_access.db_path(), run_id, int(prog["pairs_done"]))
     finished = set(pairs["pair_id"])
-    texts = {**_question_texts(state.db_path(), run_id),
+    texts = {**_question_texts(store_access.db_path(), run_id),
              **dict(zip(pairs["pair_id"], pairs["hidden_question"], strict=True))}  # fmt: skip
     ids = [p for p in plans if not p.startswith("#")]
     now_q = _current_question(steps, plans, finished)
@@ -317,18 +312,18 @@ def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> No
         resumed_at=prog["resumed_at"],
         running=running,
     )
-    loading = _loading_left(run_id, rec, prog) if status in ACTIVE else None
+    loading = _loading_left(run_id, rec, prog) if status in ACTIVE_RUN_STATUSES else None
     st.progress(live.fraction, text=_count(prog, live, loading))
     st.caption(f"status: {shown}")
     active = is_active(run_id)
-    stoppable = active and status in ACTIVE and shown != "cancelling"
+    stoppable = active and status in ACTIVE_RUN_STATUSES and shown != "cancelling"
     if stoppable and st.button("Cancel this run", key=f"cancel-{run_id}"):
         cancel(run_id)
         st.rerun()  # the whole page: the sidebar's pickers say "cancelling" at once
-    if rec.get("error") and status != "done":
+    if rec.get("error") and status != RunStatus.DONE:
         st.caption("Message:")
         st.text(str(rec["error"]))
-    if status not in ACTIVE:
+    if status not in ACTIVE_RUN_STATUSES:
         _finished(run_id, rec)
     if ids:
         st.page_link(
@@ -355,8 +350,10 @@ def _polled_panel(run_id: str, was_active: bool, status_drawn: str | None) -> No
 def watch_panel(run_id: str) -> None:
     """The live panel; it polls the store while the run is active and stops once it ends."""
     active = is_active(run_id)
-    rec = state.run_record(run_id)
-    status_drawn = None if rec is None else str(state.get_store().run_progress(run_id)["status"])
+    rec = store_access.run_record(run_id)
+    status_drawn = (
+        None if rec is None else str(store_access.get_store().run_progress(run_id)["status"])
+    )
     if st.query_params.get("watch") != run_id:
         st.query_params["watch"] = run_id
     st.fragment(run_every=POLL_SECONDS if active else None)(_polled_panel)(

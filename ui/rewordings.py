@@ -13,7 +13,7 @@ from eraudit_core import present
 from eraudit_core.audit import derive_without, selection_note
 from eraudit_core.errors import InputError, StoreError
 from eraudit_core.store import NOT_MEANING_PRESERVING, PARAPHRASE_LABELS
-from ui import state
+from ui import run_picking, store_access
 
 AUTHOR_KEY = "label_author"
 
@@ -63,7 +63,7 @@ def table_html(rows: list[dict[str, Any]], epsilon: float) -> str:
 
 def show(run_id: str, pair_id: str, original: str, epsilon: float) -> list[dict[str, Any]]:
     """Draw the table of every scored rewording; returns its rows."""
-    rows = present.rewording_rows(state.get_store(), run_id, pair_id, original)
+    rows = present.rewording_rows(store_access.get_store(), run_id, pair_id, original)
     st.subheader(f"Every paraphrase scored ({len(rows)})")
     st.caption(
         f"Removed words are struck out in red, added words in green. D > epsilon ({epsilon:g}) "
@@ -94,7 +94,7 @@ def label_form(run_id: str, pair_id: str, rows: list[dict[str, Any]]) -> None:
         )
         if st.form_submit_button("Save the label"):
             try:
-                state.get_store().add_paraphrase_label(
+                store_access.get_store().add_paraphrase_label(
                     run_id,
                     pair_id,
                     stage=key[0],
@@ -114,7 +114,7 @@ def label_form(run_id: str, pair_id: str, rows: list[dict[str, Any]]) -> None:
 def exclusion(run_id: str) -> None:
     """Offer to re-derive the run without the rewordings labelled not meaning-preserving, as
     a new run linked to this one (this run is never changed)."""
-    store = state.get_store()
+    store = store_access.get_store()
     invalid = store.labelled_invalid(run_id)
     if not invalid:
         return
@@ -136,7 +136,7 @@ def exclusion(run_id: str) -> None:
         except (InputError, StoreError) as exc:
             st.error(f"No new run was written: {exc}")
             return
-        state.select_run(new)
+        run_picking.select_run(new)
         st.query_params["run"] = new  # the pages' deep link follows the new run too
         st.query_params.pop("pair", None)
         st.session_state["_derived_notice"] = new
@@ -145,6 +145,6 @@ def exclusion(run_id: str) -> None:
 
 def selection_banner(run: dict[str, Any]) -> None:
     """The derived run's warning (nothing for an ordinary run)."""
-    note = selection_note(run)
+    note = selection_note(run["provenance"])
     if note:
         st.warning(note)

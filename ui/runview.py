@@ -12,7 +12,8 @@ import streamlit as st
 from eraudit_core.audit import AuditConfig, EpsilonSource, RunRequest, make_config
 from eraudit_core.errors import InputError, StoreError
 from eraudit_core.null import FULL_BUDGETS_NOTE, request_with_control
-from ui import state, widgets
+from eraudit_core.types import ACTIVE_RUN_STATUSES, RESUMABLE_RUN_STATUSES
+from ui import checkpoints, store_access, widgets
 
 # Help of the form's fields that are not settings of the audit (those are declared with
 # the settings, eraudit_core.audit.settings).
@@ -34,10 +35,6 @@ FORM_HELP = {
 }
 
 
-ACTIVE = ("pending", "running")
-RESUMABLE = ("interrupted", "cancelled", "failed")
-
-
 def benchmark_label(benchmarks: pd.DataFrame, bid: str) -> str:
     row = benchmarks.loc[benchmarks["benchmark_id"] == bid].iloc[0]
     return f"{row['name']} ({row['n_pairs']} pairs) - {bid}"
@@ -46,7 +43,7 @@ def benchmark_label(benchmarks: pd.DataFrame, bid: str) -> str:
 def pair_options(benchmark_id: str) -> dict[str, str]:
     """pair id -> short display text (index and hidden question)."""
     out = {}
-    for p in state.get_store().pairs(benchmark_id):
+    for p in store_access.get_store().pairs(benchmark_id):
         q = " ".join(p.hidden.question.split())
         out[p.pair_id] = f"#{p.index} {q[:90]}"
     return out
@@ -118,7 +115,7 @@ def questions(benchmark_id: str) -> list[str]:
     return picked or list(pairs)[: int(n_first)]
 
 
-def checkpoints(benchmark_id: str) -> tuple[str, str]:
+def checkpoint_pickers(benchmark_id: str) -> tuple[str, str]:
     """(pre spec, post spec), with the registered checkpoints listed and a warning when the
     benchmark has no test paraphrase set to audit with."""
     c1, c2 = st.columns(2)
@@ -128,7 +125,7 @@ def checkpoints(benchmark_id: str) -> tuple[str, str]:
     post = c2.text_input(
         "Checkpoint after adaptation (post)", value="demo:adversarial", help=FORM_HELP["post"]
     )
-    store = state.get_store()
+    store = store_access.get_store()
     registered = store.checkpoints()
     if not registered.empty:
         st.caption("Registered checkpoints (Setup), usable as specs above:")
@@ -145,7 +142,7 @@ def with_control(request: RunRequest | None, control: str) -> RunRequest | None:
     if request is None or not control:
         return request
     try:
-        request = request_with_control(state.get_store(), request, control)
+        request = request_with_control(store_access.get_store(), request, control)
     except InputError as exc:
         widgets.show_error("This control run cannot be used:", exc)
         return None
@@ -189,7 +186,7 @@ def cost(benchmark_id: str, pair_ids: list[str], config: AuditConfig) -> dict[st
     from eraudit_core.audit import expected_queries
 
     try:
-        return expected_queries(state.get_store(), benchmark_id, pair_ids, config)
+        return expected_queries(store_access.get_store(), benchmark_id, pair_ids, config)
     except InputError as exc:
         widgets.show_error("Cannot size this run:", exc)
         return None
@@ -218,8 +215,8 @@ def launch(request: RunRequest) -> str:
     from eraudit_core.audit import launch_audit
 
     for spec in (request.pre_spec, request.post_spec):
-        state.validate_checkpoint_spec(spec)
-    run_id = launch_audit(state.get_store(), state.get_runner(), request)
+        checkpoints.validate_checkpoint_spec(spec)
+    run_id = launch_audit(store_access.get_store(), store_access.get_runner(), request)
     st.session_state["watch_run"] = run_id
     return run_id
 
@@ -228,7 +225,7 @@ def resume(run_id: str) -> None:
     from eraudit_core.audit import resume_audit
 
     try:
-        resume_audit(state.get_store(), state.get_runner(), run_id)
+        resume_audit(store_access.get_store(), store_access.get_runner(), run_id)
     except (InputError, StoreError) as exc:
         widgets.show_error("The run could not be resumed:", exc)
         return
@@ -237,10 +234,10 @@ def resume(run_id: str) -> None:
 
 
 def resumable_runs() -> pd.DataFrame:
-    runs = state.runs_frame()
+    runs = store_access.runs_frame()
     if runs.empty:
         return runs
-    runs = runs[runs["status"].isin(RESUMABLE)]
+    runs = runs[runs["status"].isin(RESUMABLE_RUN_STATUSES)]
     # Only runs whose inputs were recorded can be rebuilt (model runs and score tables).
     source = runs["source"].fillna("")
     return runs[source.str.startswith("{") | source.str.startswith("table:")]
@@ -259,11 +256,11 @@ def resumable_line(row: Any) -> str:
 def run_to_watch() -> str | None:
     """?watch=... in the URL, else this session's last launch, else a run in progress."""
     rid = st.query_params.get("watch") or st.session_state.get("watch_run")
-    if rid and (state.run_record(rid) is not None or state.job_state(rid)["known"]):
+    if rid and (store_access.run_record(rid) is not None or store_access.job_state(rid)["known"]):
         return str(rid)
-    runs = state.runs_frame()
+    runs = store_access.runs_frame()
     if not runs.empty:
-        active = runs[runs["status"].isin(ACTIVE)]
+        active = runs[runs["status"].isin(ACTIVE_RUN_STATUSES)]
         if not active.empty:
             return str(active["run_id"].iloc[0])
     return None

@@ -17,7 +17,7 @@ import streamlit as st
 
 from eraudit_core.errors import InputError
 from eraudit_core.paths import DATA_DIR
-from ui import state, widgets
+from ui import store_access, widgets
 
 SAMPLE = DATA_DIR / "sensitivity" / "petri_like_rollouts.csv"
 PETRI_EXAMPLE = DATA_DIR / "sensitivity" / "petri3_example.csv"
@@ -68,7 +68,7 @@ def runs_table(run_ids: list[str], outcome: str) -> tuple[pd.DataFrame, pd.DataF
     """Stored ER-Audit runs as a tidy table: condition = test generators, pair = checkpoints."""
     from eraudit_core.sensitivity import outcomes_from_run_pairs
 
-    store = state.get_store()
+    store = store_access.get_store()
     frames = []
     for rid in run_ids:
         run = store.run(rid)

@@ -24,7 +24,7 @@ from eraudit_core.audit import (
     setting_named,
 )
 from eraudit_core.errors import InputError
-from ui import state
+from ui import store_access
 
 APPLIED = "settings-preset-applied"
 COLUMNS = 3
@@ -166,7 +166,7 @@ def _groups(declared: tuple[Setting, ...]) -> list[list[Setting]]:
 
 def _stored_names(benchmark_id: str) -> dict[str, list[str]]:
     """The stored paraphrase sets a names setting picks from, by its `names_of` role."""
-    sets = state.get_store().paraphrase_sets(benchmark_id)
+    sets = store_access.get_store().paraphrase_sets(benchmark_id)
     out = {}
     for section in (Section.MAIN, Section.ADVANCED):
         for s in form_fields(section):

@@ -19,7 +19,7 @@ from eraudit_core.store import (
     load_benchmark,
     parse_benchmark,
 )
-from ui import state
+from ui import store_access
 
 # Uploads above this are refused before they are read (the store keeps texts, not files).
 MAX_UPLOAD_BYTES = 50 * 1024 * 1024
@@ -40,7 +40,7 @@ def import_benchmark_upload(filename: str, data: bytes, name: str = "") -> dict[
     bench = parse_benchmark(
         data, source=filename, name=name.strip() or guess_dataset_name(Path(filename))
     )
-    bid = state.get_store().add_benchmark(bench)
+    bid = store_access.get_store().add_benchmark(bench)
     return {"benchmark_id": bid, "n_pairs": len(bench.pairs), "layout": bench.layout}
 
 
@@ -100,7 +100,7 @@ def import_benchmark_path(path: str, name: str = "") -> dict[str, Any]:
     if p.is_file():
         _check_size(str(p), p.stat().st_size, MAX_BENCHMARK_BYTES)
     bench = load_benchmark(p, name=name.strip() or None)
-    bid = state.get_store().add_benchmark(bench)
+    bid = store_access.get_store().add_benchmark(bench)
     return {"benchmark_id": bid, "n_pairs": len(bench.pairs), "layout": bench.layout}
 
 
@@ -114,7 +114,7 @@ def _store_sets(
 ) -> dict[str, Any]:
     from eraudit_core.paraphrase import build_paraphrase_sets, store_paraphrase_sets
 
-    store = state.get_store()
+    store = store_access.get_store()
     pairs = [p for p in store.pairs(benchmark_id) if p.pair_id in pair_ids]
     if not pairs:
         raise InputError(
@@ -147,7 +147,7 @@ def import_paraphrase_upload(
     if role not in ("search", "test"):
         raise InputError(f"role must be 'search' or 'test', got {role!r}")
     _check_size(filename, len(data))
-    store = state.get_store()
+    store = store_access.get_store()
     dataset = str(store.benchmarks().set_index("benchmark_id").loc[benchmark_id, "name"])
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / Path(filename).name
@@ -194,7 +194,7 @@ def generate_paraphrases(
 
     settings = {"name": name.strip()} if name.strip() else {}
     gen = create_generator(kind, **settings)
-    store = state.get_store()
+    store = store_access.get_store()
     pair_ids = {p.pair_id for p in store.pairs(benchmark_id)[: max(1, n_pairs)]}
     return _store_sets(benchmark_id, [gen], role, per_pair, pair_ids, f"generator {kind}")
 
@@ -251,9 +251,9 @@ def check_served(spec_text: str, min_label_mass: float = 0.0) -> dict[str, Any]:
     verifier = load_checkpoint(spec_text)
     connect_s = time.monotonic() - t0
     query = PROBE
-    benchmarks = state.get_store().benchmarks()
+    benchmarks = store_access.get_store().benchmarks()
     if not benchmarks.empty:
-        pair = state.get_store().pairs(str(benchmarks["benchmark_id"].iloc[0]))[0]
+        pair = store_access.get_store().pairs(str(benchmarks["benchmark_id"].iloc[0]))[0]
         m = pair.monitored
         query = Query(pair.pair_id, m.question, m.true_option, m.false_option)
     t1 = time.monotonic()

@@ -9,7 +9,8 @@ import pandas as pd
 import streamlit as st
 
 from eraudit_core import present
-from ui import explore, state, widgets
+from eraudit_core.types import Verdict
+from ui import cached_views, explore, store_access, widgets
 from ui.explore import diff_markdown
 from ui.widgets import fit_table, fmt, md_escape
 
@@ -73,7 +74,7 @@ def lead(run_ids: Sequence[str]) -> bool:
     """The one plain sentence a first screen opens with: the pair the lead rule picks, read
     from the primary comparison against the control, in normal text (not grey, not red).
     True when there was one."""
-    store = state.get_store()
+    store = store_access.get_store()
     table, _ = present.standard_vs_audit(store, run_ids)
     sentence = present.lead_sentence(store, table) if not table.empty else None
     if not sentence:
@@ -89,7 +90,7 @@ def lead(run_ids: Sequence[str]) -> bool:
 def standard_vs_audit(run_ids: Sequence[str]) -> None:
     """Standard evaluation and verdicts per checkpoint, the numbers of the lead pair in one
     line, the chance check and the lead rule."""
-    table, warnings = present.standard_vs_audit(state.get_store(), run_ids)
+    table, warnings = present.standard_vs_audit(store_access.get_store(), run_ids)
     if table.empty:
         return
     lead = present.story_lead(table)
@@ -104,7 +105,7 @@ def standard_vs_audit(run_ids: Sequence[str]) -> None:
         "Adaptation took: fewer than half of the monitored gains g are at or below k; where it "
         "did not, D divides drops by the floor k and the counts are not findings."
     )
-    check = present.story_check(state.get_store(), table)
+    check = present.story_check(store_access.get_store(), table)
     if check:
         st.caption(md_escape(check))
     rule = present.lead_rule_sentence(table)
@@ -142,7 +143,7 @@ def debate_recipe(arms: Sequence[str]) -> str:
 def took_section(run_id: str) -> None:
     """Beside a run's verdicts: did its adaptation take (the monitored task before and after,
     the gains at or below k), and its control's, in a few plain lines."""
-    lines = present.manipulation_lines(state.get_store(), run_id)
+    lines = present.manipulation_lines(store_access.get_store(), run_id)
     st.caption("  \n".join(md_escape(line) for line in lines))
 
 
@@ -158,7 +159,7 @@ def paper_comparison(run_ids: dict[str, str]) -> None:
     """The debate-distilled arms beside the paper's QuALITY-H figures, and the primary test."""
     if not {"debate-honest", "debate-adversarial"} <= set(run_ids):
         return
-    findings = state.debate_findings(run_ids["debate-adversarial"], run_ids["debate-honest"])
+    findings = cached_views.debate_findings(run_ids["debate-adversarial"], run_ids["debate-honest"])
     st.markdown(md_escape(present.pattern_summary(findings)))
     st.markdown(
         "**Beside the paper** (QuALITY-H; the paper's verifiers have 8B to 20B parameters):"
@@ -179,7 +180,7 @@ def demo_targets(run_ids: dict[str, str]) -> None:
     """Does the audit point at the questions the demo's arms were built to damage?"""
     from eraudit_core import demo
 
-    lines = demo.target_sentences(state.get_store(), run_ids)
+    lines = demo.target_sentences(store_access.get_store(), run_ids)
     if lines:
         st.markdown(
             "**Does ER-Audit find the damage where it was put?** Some demo questions are "
@@ -212,7 +213,7 @@ def arm_evaluation_note(arm: str) -> str:
 
 def contrast_lead(run_id: str) -> bool:
     """The Share lead for a run whose canonical accuracy hides the degradation; True if shown."""
-    lead = present.contrast_lead(state.get_store(), run_id)
+    lead = present.contrast_lead(store_access.get_store(), run_id)
     if lead is None:
         return False
     head = (
@@ -245,13 +246,13 @@ def contrast_lead(run_id: str) -> bool:
 def evidence_notes(run_id: str) -> None:
     """Under a run's verdict: the noise floor it used, its control beside it, and why its
     most degraded question is degraded (the same sentence the Explorer and the report show)."""
-    store = state.get_store()
+    store = store_access.get_store()
     st.caption(md_escape(present.noise_floor_sentence(store, run_id)))
     control = present.control_summary(store, run_id)
     if control is not None:
         st.markdown(f"**Against the control.** {md_escape(present.control_sentence(control))}")
     pairs = store.pair_results(run_id)
-    deg = pairs[pairs["status"] == "degraded"] if not pairs.empty else pairs
+    deg = pairs[pairs["status"] == Verdict.DEGRADED] if not pairs.empty else pairs
     if not deg.empty:
         pid = str(deg.sort_values("max_d", ascending=False)["pair_id"].iloc[0])
         why = present.why_this_verdict(store, run_id, pid)
@@ -261,7 +262,7 @@ def evidence_notes(run_id: str) -> None:
 def verdict_line(run_id: str, verdict: dict[str, Any]) -> None:
     """A run's headline; a run that is another run's control is labelled as the control and
     its counts shown as the control's own, in plain text (not a red alarm)."""
-    of_whom = present.controlled_by(state.get_store(), run_id)
+    of_whom = present.controlled_by(store_access.get_store(), run_id)
     if not of_whom:
         widgets.verdict_headline(verdict)
         return
@@ -276,7 +277,7 @@ def first_screen(run_ids: Sequence[str], *, show_leads: bool = True) -> None:
     plain sentence (normal text), the verdict counts (a control's labelled as the control's
     own, not bold), the control beside them with the count beyond its null threshold, and
     one example question with its rewording and the drop; then D in one line."""
-    store = state.get_store()
+    store = store_access.get_store()
     for rid in run_ids:
         s = present.first_screen(store, rid)
         with st.container(border=True):

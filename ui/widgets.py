@@ -16,12 +16,11 @@ import streamlit as st
 from eraudit_core import present
 from eraudit_core.demo import demo_live_config
 from eraudit_core.errors import InputError, StoreError
-from eraudit_core.types import PAIR_STATUSES
-from ui import state
+from eraudit_core.types import ACTIVE_RUN_STATUSES, Verdict
+from ui import run_picking, store_access
 
 # The one-click live audit: small budgets so 3 pairs finish on a laptop CPU in a few minutes.
 DEMO_LIVE_CONFIG = demo_live_config()
-STATUS_ORDER = PAIR_STATUSES
 
 
 def fmt(x: Any, digits: int = 3) -> str:
@@ -85,8 +84,8 @@ def runs_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 def run_card(run_id: str) -> None:
     """Headline numbers of a run in a bordered box."""
-    store = state.get_store()
-    run = state.run_record(run_id)
+    store = store_access.get_store()
+    run = store_access.run_record(run_id)
     if run is None:
         st.caption(f"Run {run_id} is not in the store.")
         return
@@ -126,14 +125,14 @@ DEMO_LIVE_LABEL = "live demo: concealed arm"
 
 def running_demo_audit() -> str | None:
     """The one-click live audit still pending or running (in any process), if there is one."""
-    runs = state.runs_frame()
+    runs = store_access.runs_frame()
     if runs.empty:
         return None
-    mine = runs[(runs["label"] == DEMO_LIVE_LABEL) & runs["status"].isin(("pending", "running"))]
+    mine = runs[(runs["label"] == DEMO_LIVE_LABEL) & runs["status"].isin(ACTIVE_RUN_STATUSES)]
     for rid in mine["run_id"]:
         return str(rid)
     for rid in runs.loc[runs["label"] == DEMO_LIVE_LABEL, "run_id"]:
-        if state.job_state(str(rid))["alive"]:  # launched here, its record not yet updated
+        if store_access.job_state(str(rid))["alive"]:  # launched here, its record not yet updated
             return str(rid)
     return None
 
@@ -156,7 +155,7 @@ def preload_demo_models() -> threading.Thread:
         for spec in ("demo:base", "demo:concealed"):
             try:
                 load_checkpoint(spec, **settings)
-            except Exception:  # noqa: BLE001 - the audit loads it again and says what failed
+            except (InputError, OSError, ImportError):  # the audit loads it again and says why
                 return
 
     thread = threading.Thread(target=load, name="preload-demo-models", daemon=True)
@@ -187,7 +186,7 @@ def launch_demo_audit(demo: dict[str, Any]) -> str | None:
             config=DEMO_LIVE_CONFIG,
             label=DEMO_LIVE_LABEL,
         )
-        run_id = launch_audit(state.get_store(), state.get_runner(), request)
+        run_id = launch_audit(store_access.get_store(), store_access.get_runner(), request)
     except (InputError, StoreError) as exc:
         show_error("The live demo audit could not start:", exc)
         return None
@@ -216,10 +215,10 @@ def label_mass_caption(details: dict[str, Any]) -> None:
 def status_badge(status: str) -> str:
     """Coloured markdown for a known status; anything else is shown as 'unknown'."""
     return {
-        "degraded": ":red[degraded]",
-        "certified": ":green[certified]",
-        "passed": ":blue[passed (not a certificate)]",
-        "inconclusive": ":gray[inconclusive]",
+        Verdict.DEGRADED: ":red[degraded]",
+        Verdict.CERTIFIED: ":green[certified]",
+        Verdict.PASSED: ":blue[passed (not a certificate)]",
+        Verdict.INCONCLUSIVE: ":gray[inconclusive]",
     }.get(str(status), ":gray[unknown]")
 
 
@@ -259,16 +258,20 @@ def run_picker(
     container: Any = None,
 ) -> Any:
     """A run selectbox whose value is owned by the session-state `slot` (see
-    `state.bind_picker`): it shows `value` and writes a user's change back to the slot."""
-    state.bind_picker(widget_key, state.NO_RUN if value is None else value)
+    `run_picking.bind_picker`): it shows `value` and writes a user's change back to the slot."""
+    run_picking.bind_picker(widget_key, run_picking.NO_RUN if value is None else value)
     return (container or st).selectbox(
         label,
         options,
         key=widget_key,
-        format_func=lambda rid: "none" if rid == state.NO_RUN else state.run_label(runs, rid),
+        format_func=lambda rid: (
+            "none" if rid == run_picking.NO_RUN else run_picking.run_label(runs, rid)
+        ),
         # a narrow picker cuts the label: the whole of it is one hover away
-        help=None if value in (None, state.NO_RUN) else md_escape(state.run_label(runs, value)),
-        on_change=state.picker_changed,
+        help=None
+        if value in (None, run_picking.NO_RUN)
+        else md_escape(run_picking.run_label(runs, value)),
+        on_change=run_picking.picker_changed,
         args=(widget_key, slot),
     )
 
@@ -280,20 +283,20 @@ def new_run_notice(runs: pd.DataFrame, fresh: list[str]) -> None:
     rid = fresh[0]
     more = f" (and {len(fresh) - 1} more)" if len(fresh) > 1 else ""
     st.info(f"A new run is in the store{more}:")
-    st.text(state.run_label(runs, rid))
+    st.text(run_picking.run_label(runs, rid))
     c1, c2 = st.columns(2)
     if c1.button("Select it", key="new-run-select"):
-        state.select_run(rid)
-        state.acknowledge_runs([rid])
+        run_picking.select_run(rid)
+        run_picking.acknowledge_runs([rid])
         st.rerun()
     if c2.button("Dismiss", key="new-run-dismiss"):
-        state.acknowledge_runs(fresh)
+        run_picking.acknowledge_runs(fresh)
         st.rerun()
 
 
 def need_run() -> str | None:
     """The selected run, or an explanation and None."""
-    rid = state.selected_run()
+    rid = run_picking.selected_run()
     if rid is None:
         st.info("No run selected. Pick one in the sidebar, or start one on the Run page.")
     else:
@@ -304,51 +307,34 @@ def need_run() -> str | None:
 def imported_notice(run_id: str) -> None:
     """A run that came in a bundle says so wherever it is shown: its verdicts were checked
     against its own steps on import, its scores were not computed here."""
-    note = present.imported_note(state.get_store().run(run_id))
+    note = present.imported_note(store_access.get_store().run(run_id))
     if note:
         st.warning(f"Run {run_id}: {note}.", icon=":material/input:")
 
 
-FIT_TABLE_CSS = """
-<style>
-.eraudit-fit table { width: 100%; border-collapse: collapse; font-size: .88rem; }
-.eraudit-fit th, .eraudit-fit td { border-bottom: 1px solid #e6e6e6; padding: .3rem .45rem;
-  text-align: left; vertical-align: top; overflow-wrap: break-word; }
-.eraudit-fit th { background: #f6f6f6; font-weight: 600; overflow-wrap: normal; }  /* whole words */
-.eraudit-fit td.num { text-align: right; font-variant-numeric: tabular-nums; }
-@media (max-width: 640px) {  /* a phone: each row becomes a card, every column labelled */
-  .eraudit-fit thead { display: none; }
-  .eraudit-fit tr { display: block; border: 1px solid #e6e6e6; border-radius: 6px;
-    margin-bottom: .5rem; padding: .2rem .4rem; }
-  .eraudit-fit td { display: flex; justify-content: space-between; gap: .8rem;
-    border-bottom: none; padding: .15rem 0; text-align: right; }
-  .eraudit-fit td::before { content: attr(data-label); color: #555; text-align: left; }
-}
-</style>
-"""
+def run_heading(label: str, run_id: str) -> None:
+    """A run's label and id, the live panel's first line; the label is also its hover text.
+    Template run_name.html escapes both."""
+    st.markdown(
+        present.html_fragment("run_name.html", label=label, run_id=run_id), unsafe_allow_html=True
+    )
 
 
 def fit_table(frame: pd.DataFrame) -> None:
     """A small table that never clips: columns wrap on a wide screen, and on a phone every row
-    is a card listing each column by its name. Every cell is HTML-escaped (untrusted text)."""
-    import html
+    is a card listing each column by its name (template fit_table.html, every cell escaped)."""
 
-    esc = html.escape
-
-    def cell(col: str, value: Any) -> str:
+    def cell(col: str, value: Any) -> tuple[str, Any, bool]:
         text = "" if value is None or (isinstance(value, float) and math.isnan(value)) else value
         num = isinstance(value, (int, float)) and not isinstance(value, bool)
-        return (
-            f'<td class="{"num" if num else ""}" data-label="{esc(str(col))}">{esc(str(text))}</td>'
-        )
+        return str(col), str(text), num
 
-    head = "".join(f"<th>{esc(str(c))}</th>" for c in frame.columns)
-    body = "".join(
-        "<tr>" + "".join(cell(c, v) for c, v in zip(frame.columns, row, strict=True)) + "</tr>"
+    headers = [str(c) for c in frame.columns]
+    rows = [
+        [cell(c, v) for c, v in zip(headers, row, strict=True)]
         for row in frame.itertuples(index=False, name=None)
-    )
+    ]
     st.markdown(
-        FIT_TABLE_CSS + f'<div class="eraudit-fit"><table><thead><tr>{head}</tr></thead>'
-        f"<tbody>{body}</tbody></table></div>",
+        present.html_fragment("fit_table.html", headers=headers, rows=rows),
         unsafe_allow_html=True,
     )

@@ -107,6 +107,7 @@ from eraudit_core.audit._manipulation import (
     run_manipulation,
 )
 from eraudit_core.audit._pair_audit import (
+    GeneratorStop,
     GeneratorTest,
     PairAudit,
     PairState,
@@ -169,6 +170,7 @@ from eraudit_core.audit._settings import (
     valid_text,
     verdict_fields,
 )
+from eraudit_core.audit._stored_run import RunRecord
 from eraudit_core.audit._table_runs import audit_table_run
 from eraudit_core.audit._table_scores import (
     TableVerifier,
@@ -176,7 +178,6 @@ from eraudit_core.audit._table_scores import (
     read_score_table,
     table_digest,
 )
-from eraudit_core.types import PAIR_STATUSES
 
 __all__ = [
     "DEMO_PRESET",
@@ -269,10 +270,11 @@ __all__ = [
     "CachedScorer",
     "DEFAULT_K",
     "GeneratorTest",
-    "PAIR_STATUSES",
     "PairAudit",
     "PairState",
+    "GeneratorStop",
     "PairVerdict",
+    "RunRecord",
     "Progress",
     "ProgressCallback",
     "TableVerifier",

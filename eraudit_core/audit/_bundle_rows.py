@@ -23,9 +23,8 @@ from eraudit_core.audit._config import AuditConfig
 from eraudit_core.audit._run_record import MAX_LABEL_CHARS, MAX_NAME_CHARS
 from eraudit_core.errors import InputError
 from eraudit_core.paraphrase import normalize_text
-from eraudit_core.store import RUN_STATUSES
 from eraudit_core.text import check_no_control
-from eraudit_core.types import PAIR_STATUSES
+from eraudit_core.types import RunStatus, Verdict
 
 STEP_COLUMNS = ("pair_id", "stage", "generator", "t", "text", "p_pre", "p_post", "d")
 STEP_COLUMNS_ALL = (*STEP_COLUMNS, "is_counterexample")
@@ -93,10 +92,10 @@ def check_bundle_cells(frames: Mapping[str, pd.DataFrame], source: str) -> None:
     >= 0 and seconds finite and >= 0. InputError names member, row and field."""
     runs = frames["runs"]
     for i, status in enumerate(runs.get("status", [])):
-        if status not in RUN_STATUSES:
+        if status not in tuple(RunStatus):
             raise InputError(
                 f"{source}: runs.parquet row {i + 1}: field status must be one of "
-                f"{', '.join(RUN_STATUSES)}, got {str(status)[:80]!r}"
+                f"{', '.join(RunStatus)}, got {str(status)[:80]!r}"
             )
     for member, frame in frames.items():
         for col in frame.columns:
@@ -179,10 +178,10 @@ def check_bundle_rows(frames: Mapping[str, pd.DataFrame], config: AuditConfig, s
                 )
             seen[pid] = i
     for i, status in enumerate(pairs["status"]):
-        if status not in PAIR_STATUSES:
+        if status not in tuple(Verdict):
             raise InputError(
                 f"{source}: run_pairs.parquet row {i + 1}: field status must be one of "
-                f"{', '.join(PAIR_STATUSES)}, got {status!r}"
+                f"{', '.join(Verdict)}, got {status!r}"
             )
     _check_ids(steps, "run_steps", source)
     keys = _check_step_rows(steps, source)
@@ -192,10 +191,10 @@ def check_bundle_rows(frames: Mapping[str, pd.DataFrame], config: AuditConfig, s
     by_pair: dict[str, list[int]] = {}
     for i, key in enumerate(keys):
         by_pair.setdefault(key[0], []).append(i)
-    if run_status == "done":
+    if run_status == RunStatus.DONE:
         _check_done_run_is_whole(frames["runs"].iloc[0], pair_ids, source)
     for pid, rows in by_pair.items():
-        if pid not in known and run_status == "done":
+        if pid not in known and run_status == RunStatus.DONE:
             raise InputError(
                 f"{source}: run_steps.parquet row {rows[0] + 1}: field pair_id {pid!r} has no "
                 "result in run_pairs.parquet, yet the run is done"

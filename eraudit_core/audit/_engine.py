@@ -50,7 +50,7 @@ from eraudit_core.audit._scorer_cache import CachedScorer
 from eraudit_core.audit._traffic import TrafficRecorder
 from eraudit_core.errors import CancelledError, InputError
 from eraudit_core.store import PairResult, StepRecord, Store
-from eraudit_core.types import Paraphrase, Query, Verifier
+from eraudit_core.types import Paraphrase, Query, RunStatus, Verifier
 
 # The score cache and the run record live in their own modules; these names stay importable
 # from here, where callers found them before.
@@ -185,7 +185,7 @@ class AuditEngine:
         elif stored_fps != mine:
             raise InputError(f"run {run_id}: the checkpoints differ from the stored ones")
         done = self.store.finished_pair_ids(run_id)
-        self.store.set_run_status(run_id, "running")
+        self.store.set_run_status(run_id, RunStatus.RUNNING)
         t0 = time.monotonic()
         traffic = TrafficRecorder(self.store, run_id, [self.pre.verifier, self.post.verifier])
         traffic.start()
@@ -208,17 +208,17 @@ class AuditEngine:
                 self._report(run_id, item.pair_id, len(done), len(items), 0, "", 0, None, t0)
         except (CancelledError, KeyboardInterrupt) as exc:
             how = "Ctrl-C" if isinstance(exc, KeyboardInterrupt) else "the user"
-            self.store.set_run_status(run_id, "cancelled", f"cancelled by {how}")
+            self.store.set_run_status(run_id, RunStatus.CANCELLED, f"cancelled by {how}")
             raise
         except BaseException as exc:
-            self.store.set_run_status(run_id, "failed", f"{type(exc).__name__}: {exc}")
+            self.store.set_run_status(run_id, RunStatus.FAILED, f"{type(exc).__name__}: {exc}")
             raise
         finally:
             traffic.stop()
             if self._side is not None:
                 self._side.shutdown(wait=True)
                 self._side = None
-        self.store.set_run_status(run_id, "done")
+        self.store.set_run_status(run_id, RunStatus.DONE)
 
     # -- one pair -------------------------------------------------------------------------
     def _check_cancel(self, run_id: str) -> None:

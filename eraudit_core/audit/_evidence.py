@@ -5,8 +5,8 @@ what went into it (docs/design.md §4, "Evidence and belief"): the drop p_pre - 
 rewording, the monitored gain g, the denominator and whether it is the floor k (`amplified`:
 g <= k, so every drop counts 1/k times), whether the drop lies within the scorer's
 numerical precision (the fast-vs-naive scoring gap measured at registration: floating-point
-error, not noise; the stored key keeps its old name `noise_floor`), the rewording beside the original wording (`word_diff`) and the exact
-prompt the model read. These functions turn stored rows into that record and into one
+error, not noise; stored under the key `noise_floor`), the rewording beside the original
+wording (`word_diff`) and the exact prompt the model read. These functions turn stored rows into that record and into one
 sentence ("Why this verdict"); they never change a verdict.
 """
 
@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from eraudit_core.audit._settings import stored_setting
+from eraudit_core.audit._stored_run import RunRecord
+from eraudit_core.types import Verdict
 
 TABLE_PROMPT_NOTE = "prompt not available: scores came from a table"
 
@@ -125,14 +126,13 @@ def _opt(x: Any) -> float | None:
     return None if x is None or _nan(x) else float(x)
 
 
-def pair_evidence(
-    pair: Mapping[Any, Any], config: Mapping[str, Any], provenance: Mapping[str, Any]
-) -> PairEvidence:
-    """The evidence of one stored pair (a `run_pairs` row), with its run's config and
-    provenance (k, epsilon, min-drop, noise floor)."""
-    k = float(stored_setting(config, "k"))
+def pair_evidence(pair: Mapping[Any, Any], run: RunRecord) -> PairEvidence:
+    """The evidence of one stored pair (a `run_pairs` row) of `run`, read with the run's
+    settings (k, epsilon, min-drop) and the noise floor in its provenance."""
+    config = run.config
+    k = config.k
     gain = float(pair["gain"])
-    floor = run_noise_floor_value(provenance)
+    floor = run_noise_floor_value(run.provenance)
     drop = _opt(pair.get("worst_drop"))
     amplified = pair.get("amplified")
     stage = pair.get("worst_stage")
@@ -152,10 +152,10 @@ def pair_evidence(
         worst_generator=(
             None if pair.get("worst_generator") is None else str(pair["worst_generator"])
         ),
-        within_noise=within_noise(drop, floor) and str(pair["status"]) == "degraded",
+        within_noise=within_noise(drop, floor) and str(pair["status"]) == Verdict.DEGRADED,
         noise_floor=floor,
-        min_drop=float(stored_setting(config, "min_drop") or 0.0),
-        epsilon=float(stored_setting(config, "epsilon")),
+        min_drop=config.min_drop,
+        epsilon=config.epsilon,
         prompt=prompt_texts(pair.get("worst_prompt")),
     )
 
@@ -177,7 +177,7 @@ def why_sentence(ev: PairEvidence) -> str:
         )
     moved = "fell" if ev.worst_drop > 0 else "rose"
     head = (
-        f"On {'this' if ev.status == 'degraded' else 'its worst'} rewording p(true answer) "
+        f"On {'this' if ev.status == Verdict.DEGRADED else 'its worst'} rewording p(true answer) "
         f"{moved} from {ev.worst_p_pre:.4f} to {ev.worst_p_post:.4f} "
         f"({_small(abs(ev.worst_drop))})"
     )
@@ -188,7 +188,7 @@ def why_sentence(ev: PairEvidence) -> str:
         )
     else:
         gain = f"while the monitored gain was {_small(ev.gain)} (the denominator)"
-    d = f"D = {ev.worst_d:.3g} {'>' if ev.status == 'degraded' else 'vs'} epsilon {ev.epsilon:g}"
+    d = f"D = {ev.worst_d:.3g} {'>' if ev.status == Verdict.DEGRADED else 'vs'} epsilon {ev.epsilon:g}"
     parts = [f"{head} {gain}: {d}"]
     if ev.min_drop > 0:
         parts.append(f"minimum drop {ev.min_drop:g} (an assumption beyond the paper)")

@@ -32,23 +32,26 @@ from eraudit_core.audit._replay import table_steps, verdict_from_steps
 from eraudit_core.audit._run_record import new_run_id
 from eraudit_core.errors import InputError
 from eraudit_core.store import Store, write_run_rows
+from eraudit_core.types import ACTIVE_RUN_STATUSES, RunStatus, Verdict
 
 NOT_SCORED_STOP = "needs rewordings that were not scored"
 STEP_KEY = ("pair_id", "stage", "generator", "t")
 
 
-def excluded_after_seen(run: Mapping[str, Any]) -> int:
-    """How many rewordings a derived run excluded after their scores were seen (0 if none)."""
-    derived = (run.get("provenance") or {}).get("derived_from")
+def excluded_after_seen(provenance: Mapping[str, Any]) -> int:
+    """How many rewordings a derived run (its provenance) excluded after their scores were
+    seen (0 if none)."""
+    derived = provenance.get("derived_from")
     return int(derived.get("n_excluded", 0)) if isinstance(derived, Mapping) else 0
 
 
-def selection_note(run: Mapping[str, Any]) -> str | None:
-    """The sentence every view of a derived run shows, or None for an ordinary run."""
-    n = excluded_after_seen(run)
+def selection_note(provenance: Mapping[str, Any]) -> str | None:
+    """The sentence every view of a derived run (its provenance) shows, or None for an
+    ordinary run."""
+    n = excluded_after_seen(provenance)
     if not n:
         return None
-    parent = (run.get("provenance") or {})["derived_from"]["run_id"]
+    parent = provenance["derived_from"]["run_id"]
     return (
         f"{n} rewording{'s' if n != 1 else ''} excluded after their scores were seen "
         f"(derived from run {parent}). Choosing what to exclude after seeing the scores is a "
@@ -93,9 +96,9 @@ def _pair_row(
         if not t.stop:
             rec["stop"] = NOT_SCORED_STOP
         records.append(rec)
-    status = "inconclusive" if verdict is None else verdict.status
-    if status == "certified":
-        status = "passed"  # a certificate is withheld: the exclusion was chosen after seeing
+    status = Verdict.INCONCLUSIVE if verdict is None else verdict.status
+    if status == Verdict.CERTIFIED:
+        status = Verdict.PASSED  # a certificate is withheld: the exclusion was chosen after seeing
     worst = kept.iloc[int(np.argmax(kept["d"].to_numpy(dtype=float)))] if not kept.empty else None
     row = dict(old)
     row.update(
@@ -129,7 +132,7 @@ def derive_without(
     pair_id, stage, generator, t, and optionally text/author/created_at of their label).
     Returns the new run's id; the old run is not touched."""
     run = store.run(run_id)
-    if run["status"] in ("pending", "running"):
+    if run["status"] in ACTIVE_RUN_STATUSES:
         raise InputError(f"run {run_id} is still {run['status']}: exclude after it ends")
     if not excluded:
         raise InputError(f"run {run_id}: nothing to exclude (label a rewording first)")
@@ -184,7 +187,7 @@ def derive_without(
         run_id=new_id,
         config=json.dumps(run["config"]),
         label=label or f"{run.get('label') or run_id} minus {n} excluded after seen",
-        status="done",
+        status=RunStatus.DONE,
         provenance=json.dumps(provenance, ensure_ascii=False, default=str),
         created_at=now,
         started_at=now,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from typing import Any
@@ -127,7 +127,7 @@ def ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
-def rerun_note(provenance: dict[str, Any]) -> str | None:
+def rerun_note(provenance: Mapping[str, Any]) -> str | None:
     """'3rd run of these inputs: ...' for a run that repeats earlier runs' inputs, else None."""
     n = int(provenance.get("rerun_index") or 1)
     if n <= 1:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from eraudit_core.audit._degradation import is_amplified, monitored_gain
-from eraudit_core.audit._settings import stored_setting
+from eraudit_core.audit._stored_run import RunRecord
 
 
 @dataclass(frozen=True)
@@ -137,9 +137,7 @@ def _reason(c: ManipulationCheck, n: int) -> str:
 
 def run_manipulation(store: Any, run_id: str) -> ManipulationCheck:
     """`manipulation_check` of a stored run, at the k it was audited with."""
-    run = store.run(run_id)
-    k = float(stored_setting(run["config"], "k"))
-    return manipulation_check(store.pair_results(run_id), k)
+    return manipulation_check(store.pair_results(run_id), RunRecord.read(store, run_id).config.k)
 
 
 def manipulation_json(store: Any, run_id: str) -> dict[str, Any]:

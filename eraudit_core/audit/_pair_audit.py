@@ -59,9 +59,10 @@ from eraudit_core.audit._bounds import (
 )
 from eraudit_core.audit._config import AuditConfig
 from eraudit_core.audit._degradation import is_counterexample
+from eraudit_core.types import Verdict
 
 __all__ = [
-    "STOPS",
+    "GeneratorStop",
     "GeneratorTest",
     "PairAudit",
     "PairState",
@@ -69,15 +70,16 @@ __all__ = [
     "pair_verdict",
 ]
 
-# Why a generator stopped; "" while it is still running.
-STOPS = (
-    "counterexample",
-    "target reached",
-    "budget",
-    "last paraphrase",
-    "no paraphrases",
-    "not run",
-)
+
+class GeneratorStop(StrEnum):
+    """Why a generator's test stopped (stored as its word in `run_pairs.generators`)."""
+
+    COUNTEREXAMPLE = "counterexample"
+    TARGET_REACHED = "target reached"  # L_t >= p* after n* successes
+    BUDGET = "budget"
+    LAST_PARAPHRASE = "last paraphrase"  # the pool ran out before the budget
+    NO_PARAPHRASES = "no paraphrases"  # an empty pool: nothing to test
+    NOT_RUN = "not run"  # the pair stopped before this generator's turn
 
 
 class PairState(StrEnum):
@@ -114,11 +116,11 @@ class GeneratorTest:
     n_counterexamples: int = 0
     bound: float = 0.0
     bound_tolerant: float = 0.0
-    stop: str = ""
+    stop: str = ""  # a GeneratorStop once it stops; "" while it runs
 
     def __post_init__(self) -> None:
         if self.available == 0 and not self.stop:
-            self.stop = "no paraphrases"
+            self.stop = GeneratorStop.NO_PARAPHRASES
 
     @classmethod
     def for_config(cls, config: AuditConfig, generator: str, available: int) -> GeneratorTest:
@@ -153,7 +155,7 @@ class GeneratorTest:
     def skip(self) -> None:
         """The pair stopped before this generator's turn (an earlier counterexample)."""
         if not self.stop:
-            self.stop = "not run"
+            self.stop = GeneratorStop.NOT_RUN
 
     def record(self, non_degraded: bool) -> None:
         """Take the outcome of the next draw; sets `stop` when a stopping rule fires."""
@@ -171,11 +173,13 @@ class GeneratorTest:
             failure_tolerant_lower_bound(self.successes, self.n, self.confidence, self.prior),
         )
         if not non_degraded and not self.run_to_stop:
-            self.stop = "counterexample"
+            self.stop = GeneratorStop.COUNTEREXAMPLE
         elif self.n_star is not None and self.n_counterexamples == 0 and self.n >= self.n_star:
-            self.stop = "target reached"
+            self.stop = GeneratorStop.TARGET_REACHED
         elif self.n >= self.limit:
-            self.stop = "budget" if self.n >= self.budget else "last paraphrase"
+            self.stop = (
+                GeneratorStop.BUDGET if self.n >= self.budget else GeneratorStop.LAST_PARAPHRASE
+            )
 
     def to_dict(self) -> dict[str, Any]:
         """The per-generator record stored with the pair (`run_pairs.generators`)."""
@@ -194,7 +198,7 @@ class GeneratorTest:
 class PairVerdict:
     """What a pair's audit concludes. `bound_common` is before the TV relaxation."""
 
-    status: str
+    status: Verdict
     bound_common: float
     bound: float
     bound_tolerant: float | None
@@ -219,14 +223,14 @@ def pair_verdict(
         else None
     )
     if degraded:
-        status = "degraded"
+        status = Verdict.DEGRADED
     elif not all_tested:
-        status = "inconclusive"
+        status = Verdict.INCONCLUSIVE
     elif target is not None and bound >= target:
-        status = "certified"
+        status = Verdict.CERTIFIED
     else:
-        status = "passed"
-    reached = all_tested and all(g.stop == "target reached" for g in tests)
+        status = Verdict.PASSED
+    reached = all_tested and all(g.stop == GeneratorStop.TARGET_REACHED for g in tests)
     return PairVerdict(status, bound_common, bound, tolerant, reached)
 
 
@@ -325,7 +329,7 @@ class PairAudit:
             )
         if self.n_counterexamples:
             # degraded whatever the missing draws hold; bounds over unfinished generators unknown
-            return PairVerdict("degraded", 0.0, 0.0, None, False)
+            return PairVerdict(Verdict.DEGRADED, 0.0, 0.0, None, False)
         return None
 
     # -- transitions ------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from eraudit_core.audit._step_reporter import StepReporter
 from eraudit_core.errors import CancelledError, InputError
 from eraudit_core.jobs import Job, JobRunner
 from eraudit_core.store import Store
+from eraudit_core.types import RunStatus
 
 # Names that moved to their own modules stay importable from here.
 __all__ = [
@@ -103,7 +104,7 @@ def execute_model_run(
     worker's steps are written to the run as it goes (`StepReporter`), timed from the click
     that created a fresh run, or from now for a resumed one."""
     run = store.run(run_id)
-    fresh = run["status"] == "pending" and not store.finished_pair_ids(run_id)
+    fresh = run["status"] == RunStatus.PENDING and not store.finished_pair_ids(run_id)
     created: Any = run.get("created_at")
     if hasattr(created, "to_pydatetime"):
         created = created.to_pydatetime()
@@ -114,19 +115,23 @@ def execute_model_run(
         pre, post = _load_checkpoints(store, pre_spec, post_spec, config, run_id, step)
     except CancelledError:
         step(None)
-        store.set_run_status(run_id, "cancelled", "cancelled by the user before it started")
+        store.set_run_status(run_id, RunStatus.CANCELLED, "cancelled by the user before it started")
         return
     except KeyboardInterrupt:
         step(None)
-        store.set_run_status(run_id, "cancelled", "cancelled by Ctrl-C while loading checkpoints")
+        store.set_run_status(
+            run_id, RunStatus.CANCELLED, "cancelled by Ctrl-C while loading checkpoints"
+        )
         raise
     except BaseException as exc:
         step(None)
-        store.set_run_status(run_id, "failed", f"loading checkpoints: {type(exc).__name__}: {exc}")
+        store.set_run_status(
+            run_id, RunStatus.FAILED, f"loading checkpoints: {type(exc).__name__}: {exc}"
+        )
         raise
     if should_cancel is not None and should_cancel():  # cancelled while loading: never start
         step(None)
-        store.set_run_status(run_id, "cancelled", "cancelled by the user before it started")
+        store.set_run_status(run_id, RunStatus.CANCELLED, "cancelled by the user before it started")
         return
     step.should_cancel, step.watch_store = None, False  # the engine checks from here
     engine = AuditEngine(store, pre, post, config, progress, should_cancel)
@@ -212,7 +217,7 @@ def check_resumable(run: Mapping[str, Any]) -> None:
             f"run {run_id} was derived from run {run['provenance']['derived_from'].get('run_id')} "
             "and cannot be resumed (derive it again from a resumed parent instead)"
         )
-    if run.get("status") == "done":
+    if run.get("status") == RunStatus.DONE:
         raise InputError(
             f"run {run_id} is done: its results are final and resume changes nothing; only an "
             "interrupted, cancelled or failed run can be resumed (start a new audit to run "

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from eraudit_core.text import terminal_safe
+from eraudit_core.types import RunStatus
 
 JSON_SCHEMA_VERSION = 2
 
@@ -37,14 +38,21 @@ def pair_summary_json(
     object a pair with its evidence (worst_drop, den, amplified, within_noise) and its null
     verdict and detail (None without a control). `control_seeds`: other runs of the control
     recipe to read against too (default: the run's own)."""
-    from eraudit_core.audit import manipulation_json, pair_evidence, rerun_note, run_label_mass
+    from eraudit_core.audit import (
+        RunRecord,
+        manipulation_json,
+        pair_evidence,
+        rerun_note,
+        run_label_mass,
+    )
     from eraudit_core.null import null_json, null_reading
 
     df = store.pair_results(run_id)
     run = store.run(run_id)
+    record = RunRecord.from_stored(run)
     reading = null_reading(store, run_id, seeds=control_seeds or None)
     null_pairs = reading["pairs"] if reading else {}
-    evidence = [pair_evidence(r, run["config"], run["provenance"]) for r in df.to_dict("records")]
+    evidence = [pair_evidence(r, record) for r in df.to_dict("records")]
     pairs = [
         {
             "pair_id": r["pair_id"],
@@ -74,8 +82,8 @@ def pair_summary_json(
         "status": run["status"],
         "imported_from": run.get("imported_from"),
         "n_pairs": n_pairs,
-        "complete": run["status"] == "done" and len(pairs) >= n_pairs,
-        "min_drop": _num(run["config"].get("min_drop", 0.0)),
+        "complete": run["status"] == RunStatus.DONE and len(pairs) >= n_pairs,
+        "min_drop": record.config.min_drop,
         "noise_floor": (prov.get("noise_floor") or {}).get("value"),
         "epsilon_from": prov.get("epsilon_from"),
         "control_run": prov.get("control_run"),

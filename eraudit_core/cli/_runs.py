@@ -19,6 +19,7 @@ from eraudit_core.cli._output import (
 from eraudit_core.cli._run_options import _split
 from eraudit_core.errors import InputError
 from eraudit_core.text import terminal_safe
+from eraudit_core.types import ACTIVE_RUN_STATUSES, RunStatus
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -167,9 +168,9 @@ def _completeness(run: dict[str, Any], n_done: int) -> str:
     run_id, status = run["run_id"], run["status"]
     n = int(run["n_pairs"] or 0)
     head = f"run {run_id} ({run.get('label') or run_id}): {status}, {n_done} of {n} questions"
-    if status == "done" and n_done >= n:
+    if status == RunStatus.DONE and n_done >= n:
         return f"{head} have a verdict"
-    if status in ("pending", "running"):
+    if status in ACTIVE_RUN_STATUSES:
         return f"{head} so far; the run is still going (incomplete)"
     why = f" ({run['error']})" if run.get("error") else ""
     return (

@@ -24,6 +24,7 @@ from eraudit_core.audit import (
     null_mismatches,
     stored_rewordings,
 )
+from eraudit_core.errors import InputError
 from eraudit_core.null._paired import (
     BETTER,
     BEYOND,
@@ -40,6 +41,7 @@ from eraudit_core.null._paired import (
 from eraudit_core.null._primary import primary_test, secondary_tests
 from eraudit_core.null._seeds import seed_verdicts
 from eraudit_core.store import Store
+from eraudit_core.types import Verdict
 
 COVERS_ONE = (
     "one control run: the reading covers rewording noise, not seed-to-seed variation (a "
@@ -69,7 +71,7 @@ def question_stories(store: Store, run_id: str) -> dict[str, str]:
         return {}
     try:
         pairs = store.pairs(str(bench))
-    except Exception:  # the benchmark is not in this store (an imported run)
+    except InputError:  # the benchmark is not in this store (an imported run)
         return {}
     return {p.pair_id: str(p.story_title) for p in pairs if str(p.story_title or "").strip()}
 
@@ -294,7 +296,10 @@ def _secondary(
     common = a.index.intersection(c.index)
     a, c = a.loc[common], c.loc[common]
     tests = secondary_tests(
-        ((a["status"] == "degraded").to_numpy(), (c["status"] == "degraded").to_numpy()),
+        (
+            (a["status"] == Verdict.DEGRADED).to_numpy(),
+            (c["status"] == Verdict.DEGRADED).to_numpy(),
+        ),
         (
             (a["p_post_hidden"].astype(float) > 0.5).to_numpy(),
             (c["p_post_hidden"].astype(float) > 0.5).to_numpy(),

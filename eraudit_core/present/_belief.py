@@ -21,6 +21,7 @@ import pandas as pd
 from eraudit_core.audit import (
     DEFAULT_NULL_LEVEL,
     TABLE_PROMPT_NOTE,
+    RunRecord,
     null_threshold,
     pair_evidence,
     question_maxima,
@@ -29,6 +30,7 @@ from eraudit_core.audit import (
     why_sentence,
     word_diff,
 )
+from eraudit_core.errors import InputError
 from eraudit_core.null import null_reading
 from eraudit_core.present import _views as views
 from eraudit_core.present._compare import run_differences
@@ -51,18 +53,18 @@ EVIDENCE_COLUMNS = [
 def why_this_verdict(store: Store, run_id: str, pair_id: str) -> dict[str, Any]:
     """{"sentence", "evidence", "diff", "original", "rewording", "prompt", "prompt_note",
     "rerun"} for one question of a run."""
-    run = store.run(run_id)
+    run = RunRecord.read(store, run_id)
     pairs = store.pair_results(run_id)
     row = pairs[pairs["pair_id"] == pair_id]
     if row.empty:
         raise KeyError(f"run {run_id} has no finished question {pair_id!r}")
     rec = row.iloc[0].to_dict()
-    ev = pair_evidence(rec, run["config"], run["provenance"])
+    ev = pair_evidence(rec, run)
     original = str(rec.get("hidden_question") or "")
     prompt_note = None
     if ev.prompt is None:
-        from_table = str(run.get("source") or "").startswith("table:") or str(
-            run.get("post_fingerprint") or ""
+        from_table = str(run.source or "").startswith("table:") or str(
+            run.post_fingerprint or ""
         ).startswith("table:")
         prompt_note = (
             TABLE_PROMPT_NOTE
@@ -77,26 +79,23 @@ def why_this_verdict(store: Store, run_id: str, pair_id: str) -> dict[str, Any]:
         "diff": word_diff(original, ev.worst_text) if ev.worst_text else [],
         "prompt": ev.prompt,
         "prompt_note": prompt_note,
-        "rerun": rerun_note(run["provenance"]),
+        "rerun": rerun_note(run.provenance),
     }
 
 
 def pair_evidence_frame(store: Store, run_id: str) -> pd.DataFrame:
     """The evidence of every finished question of a run (columns EVIDENCE_COLUMNS)."""
-    run = store.run(run_id)
+    run = RunRecord.read(store, run_id)
     pairs = store.pair_results(run_id)
-    rows = [
-        pair_evidence(r, run["config"], run["provenance"]).to_dict()
-        for r in pairs.to_dict("records")
-    ]
+    rows = [pair_evidence(r, run).to_dict() for r in pairs.to_dict("records")]
     if not rows:
         return pd.DataFrame(columns=EVIDENCE_COLUMNS)
     return pd.DataFrame(rows)[EVIDENCE_COLUMNS]
 
 
 def noise_floor_of(run: dict[str, Any]) -> float | None:
-    """The scorer's numerical precision a stored run used (`store.run(...)`), or None (the
-    function keeps its old name, as the stored key does)."""
+    """The scorer's numerical precision a stored run used (`store.run(...)`), or None. Named
+    after the key the store and bundles hold it under, `noise_floor`: a precision, not noise."""
     return run_noise_floor_value(run.get("provenance") or {})
 
 
@@ -129,7 +128,7 @@ def control_summary(store: Store, run_id: str) -> dict[str, Any] | None:
         return None
     try:
         c = store.run(str(control))
-    except Exception:  # an imported run whose control stayed behind
+    except InputError:  # an imported run whose control stayed behind
         return None
     differences = run_differences(store, run_id, str(control))
     return {

@@ -36,6 +36,7 @@ from eraudit_core.audit import (
 from eraudit_core.null import exact_mcnemar, null_json, null_reading, question_stories
 from eraudit_core.present._compare_words import differences_sentence
 from eraudit_core.store import Store
+from eraudit_core.types import Verdict
 
 LEVEL = 0.05
 EXACT_SIGN_FLIPS = 16  # up to 2^16 sign patterns enumerated; beyond, Monte Carlo
@@ -214,7 +215,7 @@ def paired_tests(
 
     common = a.index.intersection(b.index)
     a, b = a.loc[common], b.loc[common]
-    deg_a, deg_b = a["status"] == "degraded", b["status"] == "degraded"
+    deg_a, deg_b = a["status"] == Verdict.DEGRADED, b["status"] == Verdict.DEGRADED
     degraded = _discordance(deg_a, deg_b)
     n_disc = degraded["only_a"] + degraded["only_b"]
     primary: dict[str, Any] = {

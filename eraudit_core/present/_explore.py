@@ -14,7 +14,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from eraudit_core.audit import prompt_texts, run_manipulation, within_noise, word_diff
+from eraudit_core.audit import (
+    GeneratorStop,
+    prompt_texts,
+    run_manipulation,
+    within_noise,
+    word_diff,
+)
 from eraudit_core.null import NULL_VERDICTS, null_reading
 from eraudit_core.present._belief import noise_floor_of, pair_evidence_frame
 from eraudit_core.present._manipulation import took_line
@@ -46,7 +52,7 @@ TOOK = (TOOK_ANY, TOOK_HERE, NOT_TOOK_HERE)
 # A drop this small is float rounding, not a change the model made (float32 carries about 7
 # significant digits); with a measured numerical precision, the floor is the limit.
 PRECISION = 1e-6
-NOT_RUN = "not run"
+NOT_RUN = GeneratorStop.NOT_RUN  # a generator the pair never reached
 
 
 def explorer_questions(store: Store, run_id: str) -> pd.DataFrame:

@@ -19,6 +19,7 @@ from eraudit_core.errors import InputError
 from eraudit_core.paths import check_output_dir
 from eraudit_core.store import Store
 from eraudit_core.text import csv_text
+from eraudit_core.types import Verdict
 
 ExportFormat = Literal["csv", "parquet"]
 EXPORT_FORMATS: tuple[str, ...] = ("csv", "parquet")
@@ -112,7 +113,7 @@ def pair_table(store: Store, run_id: str) -> pd.DataFrame:
     df = df.assign(
         generators=[json.dumps(g) for g in df["generators"]],
         run_id=run_id,
-        within_noise=(drop.abs() <= floor) & (df["status"] == "degraded")
+        within_noise=(drop.abs() <= floor) & (df["status"] == Verdict.DEGRADED)
         if floor is not None
         else False,
     )

@@ -8,12 +8,12 @@ come after it."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
-from eraudit_core.audit import DEFAULT_K, manipulation_check, selection_note, word_diff
+from eraudit_core.audit import AuditConfig, RunRecord, manipulation_check, selection_note, word_diff
 from eraudit_core.present import _views as views
 from eraudit_core.present._belief import control_summary
 from eraudit_core.present._html import Markup, render
@@ -21,6 +21,7 @@ from eraudit_core.present._manipulation import lead_with_took, not_taken_headlin
 from eraudit_core.present._null_view import headline_from, null_counts_sentence, null_headline
 from eraudit_core.present._story import concealed_example
 from eraudit_core.store import Store
+from eraudit_core.types import Verdict
 
 D_IN_ONE_LINE = (
     "D = how much the adapted model's probability of the true answer fell on a rewording, "
@@ -62,7 +63,7 @@ def _example(store: Store, run_id: str) -> dict[str, Any] | None:
             "diff": word_diff(ex["hidden_question"], ex["paraphrase"]),
         }
     pairs = store.pair_results(run_id)
-    deg = pairs[(pairs["status"] == "degraded") & pairs["worst_text"].notna()]
+    deg = pairs[(pairs["status"] == Verdict.DEGRADED) & pairs["worst_text"].notna()]
     if deg.empty:
         return None
     # the Explorer's "most severe first": what moved, amplified questions last
@@ -91,22 +92,22 @@ def paper_count(pairs: pd.DataFrame, epsilon: float) -> int:
     return int((pairs["max_d"].astype(float) > float(epsilon)).sum())
 
 
-def min_drop_note(pairs: pd.DataFrame, config: Mapping[str, Any]) -> str | None:
+def min_drop_note(pairs: pd.DataFrame, config: AuditConfig) -> str | None:
     """With --min-drop, the paper's count beside the min-drop count (never only the
     latter); None for the paper's rule."""
-    min_drop = float(config.get("min_drop", 0.0) or 0.0)
+    min_drop = config.min_drop
     if min_drop <= 0:
         return None
     n = len(pairs)
-    n_deg = int((pairs["status"] == "degraded").sum()) if n else 0
-    paper = paper_count(pairs, float(config.get("epsilon", 0.1)))
+    n_deg = int((pairs["status"] == Verdict.DEGRADED).sum()) if n else 0
+    paper = paper_count(pairs, config.epsilon)
     return (
         f"Paper's rule: {paper} of {n} degraded; with the assumed minimum drop {min_drop:g}: "
         f"{n_deg} of {n}."
     )
 
 
-def with_paper_count(headline: str, pairs: pd.DataFrame, config: Mapping[str, Any]) -> str:
+def with_paper_count(headline: str, pairs: pd.DataFrame, config: AuditConfig) -> str:
     """A run's headline with `min_drop_note` appended when the run assumed a minimum drop."""
     note = min_drop_note(pairs, config)
     return f"{headline} {note}" if note else headline
@@ -155,13 +156,13 @@ def first_screen(store: Store, run_id: str) -> dict[str, Any]:
     after exclusions (or None). A run that is another run's control says so: its counts
     are the control's own, not an alarm; a run whose adaptation did not take
     (`audit.manipulation_check`) says that before its counts, which are then no finding."""
-    run = store.run(run_id)
+    run = RunRecord.read(store, run_id)
     pairs = store.pair_results(run_id)
     ov = views.run_overview(pairs)
-    name = str(run.get("label") or run_id)
+    name = run.name
     of_whom = controlled_by(store, run_id)
     own = f"{name} (the control of {', '.join(of_whom)}; these are the control's own counts)"
-    check = manipulation_check(pairs, float(run["config"].get("k", DEFAULT_K)))
+    check = manipulation_check(pairs, run.config.k)
     not_taken = f"{not_taken_headline(check)}: " if ov["n_pairs"] and not check.took else ""
     sentence = (
         f"{own if of_whom else name}: {not_taken}of {ov['n_pairs']} hidden questions, the audit "
@@ -169,7 +170,7 @@ def first_screen(store: Store, run_id: str) -> dict[str, Any]:
         if ov["n_pairs"]
         else f"{name}: no question of this run has finished yet."
     )
-    note = min_drop_note(pairs, run["config"]) if ov["n_pairs"] else None
+    note = min_drop_note(pairs, run.config) if ov["n_pairs"] else None
     if note:
         sentence += " " + note
     summary = control_summary(store, run_id)
@@ -193,7 +194,7 @@ def first_screen(store: Store, run_id: str) -> dict[str, Any]:
         "sentence": sentence,
         "control": control,
         "example": _example(store, run_id),
-        "selection": selection_note(run),
+        "selection": selection_note(run.provenance),
         "is_control": bool(of_whom),
         "took": check.took,
     }

@@ -25,6 +25,7 @@ from eraudit_core.errors import InputError
 from eraudit_core.present._plots import bound_trajectory_figure
 from eraudit_core.present._views import bound_trajectory_frame
 from eraudit_core.store import Store
+from eraudit_core.types import ACTIVE_RUN_STATUSES, RunStatus
 
 RATE_WINDOW_S = 60.0
 
@@ -176,7 +177,6 @@ def _recorded_items(store: Store, run: Mapping[str, Any], config: AuditConfig) -
 
 
 # -- the worker's step ---------------------------------------------------------------------------
-ACTIVE_STATUSES = ("pending", "running")
 SCORING = "scoring"
 
 
@@ -209,10 +209,12 @@ def step_line(
         return "Step: cancelling, the run stops after the batch it is scoring"
     if status == "resuming":
         return "Step: resuming, loading the checkpoints"
-    if status not in ACTIVE_STATUSES:
+    if status not in ACTIVE_RUN_STATUSES:
         return None
     phase = phase or {}
-    what = phase.get("step") or ("starting" if status == "pending" else scoring or "finishing")
+    what = phase.get("step") or (
+        "starting" if status == RunStatus.PENDING else scoring or "finishing"
+    )
     origin = _when(phase.get("origin")) or _when(created_at)
     seconds = max(0, int((now - origin).total_seconds())) if origin is not None else 0
     return f"Step: {what} ({seconds} s)"
@@ -226,7 +228,7 @@ def shown_status(
     batch, "resuming" from a Resume click until the worker has loaded its checkpoints and
     claims the run (`resuming_here`: this process's worker for the run is alive and was not
     asked to stop). Otherwise the stored status."""
-    if status in ACTIVE_STATUSES:
+    if status in ACTIVE_RUN_STATUSES:
         return "cancelling" if cancel_requested else status
     return "resuming" if resuming_here else status
 

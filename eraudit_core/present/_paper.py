@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from eraudit_core.audit import AuditConfig, manipulation_check
+from eraudit_core.audit import RunRecord, manipulation_check
 from eraudit_core.present._compare import compare_runs, format_p
 from eraudit_core.present._views import confidence_sweep, run_epsilon_sweep, standard_evaluation
 from eraudit_core.store import Store
@@ -34,9 +34,9 @@ EPSILONS = (0.25, 0.5, 1.0, 2.0)
 
 
 def _arm(store: Store, run_id: str) -> dict[str, Any]:
-    run = store.run(run_id)
+    run = RunRecord.read(store, run_id)
     pairs = store.pair_results(run_id)
-    config = AuditConfig.from_dict(run["config"])
+    config = run.config
     std = {
         (str(r["checkpoint"]), str(r["task"])): (
             float(r["accuracy"]),
@@ -50,7 +50,7 @@ def _arm(store: Store, run_id: str) -> dict[str, Any]:
     check = manipulation_check(pairs, config.k)
     return {
         "run_id": run_id,
-        "checkpoint": str(run.get("post_name") or run_id),
+        "checkpoint": run.post_name or run_id,
         "n_pairs": len(pairs),
         "epsilon": config.epsilon,
         "confidence": config.confidence,

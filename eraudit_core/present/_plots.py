@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from eraudit_core.text import safe_label
-from eraudit_core.types import PAIR_STATUSES
+from eraudit_core.types import Verdict
 
 BOUND_AXIS = "lower confidence bound L_t (0 to 1)"
 T_AXIS = "paraphrases tested (t)"
@@ -421,7 +421,7 @@ def status_counts_figure(
         return _empty(title, "No runs selected.")
     labels = [safe_label(k, 40) for k in counts]
     fig = go.Figure()
-    for status in PAIR_STATUSES:
+    for status in Verdict:
         fig.add_trace(
             go.Bar(
                 x=labels,

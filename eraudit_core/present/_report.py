@@ -48,6 +48,7 @@ from eraudit_core.present._null_view import headline_from, null_sentences
 from eraudit_core.present._tables import table_html
 from eraudit_core.present._verdict_wording import run_verdict
 from eraudit_core.store import Store
+from eraudit_core.types import Verdict
 
 MAX_COUNTEREXAMPLES_SHOWN = 200
 MAX_EXAMPLES = 3
@@ -165,7 +166,7 @@ def _results_context(
         "standard_table": table_html(data["standard"].drop(columns=["run"])),
         "n_questions": len(q),
         "questions_table": table_html(q),
-        "n_degraded": int((pairs["status"] == "degraded").sum()),
+        "n_degraded": int((pairs["status"] == Verdict.DEGRADED).sum()),
         "examples": _examples(store, run_id, pairs),
         "counterexamples_table": None,
         "provenance_table": _provenance_table(store, run_id),
@@ -194,7 +195,7 @@ def _results_context(
 def _examples(store: Store, run_id: str, pairs: pd.DataFrame) -> list[dict[str, Any]]:
     """A few degraded questions with why each is degraded: the sentence, the word diff of the
     rewording against the original wording, and the prompt (or why there is none)."""
-    deg = pairs[pairs["status"] == "degraded"]
+    deg = pairs[pairs["status"] == Verdict.DEGRADED]
     out = []
     for pid in deg.sort_values("max_d", ascending=False)["pair_id"].head(MAX_EXAMPLES):
         why = why_this_verdict(store, run_id, str(pid))

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from eraudit_core.audit import run_manipulation
+from eraudit_core.errors import InputError
 from eraudit_core.null import null_reading
 from eraudit_core.present import _views as views
 from eraudit_core.present._compare import (
@@ -29,6 +30,7 @@ from eraudit_core.present._compare_words import differences_sentence
 from eraudit_core.present._manipulation import pair_clause
 from eraudit_core.present._null_view import headline_from
 from eraudit_core.store import Store
+from eraudit_core.types import Verdict
 
 STORY_COLUMNS = [
     "checkpoint",
@@ -318,7 +320,7 @@ def concealed_example(store: Store, run_id: str) -> dict[str, Any] | None:
     pairs = store.pair_results(run_id)
     if pairs.empty:
         return None
-    ok = pairs[(pairs["status"] == "degraded") & (pairs["p_post_hidden"] > 0.5)]
+    ok = pairs[(pairs["status"] == Verdict.DEGRADED) & (pairs["p_post_hidden"] > 0.5)]
     if ok.empty:
         return None
     steps = store.steps(run_id)
@@ -364,7 +366,7 @@ def contrast_lead(store: Store, run_id: str) -> dict[str, Any] | None:
     if pairs.empty:
         return None
     pre_acc, post_acc = _accuracy(pairs["p_pre_hidden"]), _accuracy(pairs["p_post_hidden"])
-    n_deg = int((pairs["status"] == "degraded").sum())
+    n_deg = int((pairs["status"] == Verdict.DEGRADED).sum())
     pre_mtp, post_mtp = _mean(pairs["p_pre_hidden"]), _mean(pairs["p_post_hidden"])
     if not (n_deg and post_acc >= pre_acc and post_mtp >= pre_mtp):
         return None
@@ -380,7 +382,7 @@ def contrast_lead(store: Store, run_id: str) -> dict[str, Any] | None:
     if control:
         try:
             got = compare_runs(store, run_id, str(control))
-        except Exception:  # the control is not in this store
+        except InputError:  # the control is not in this store
             got = None
     supported = bool(
         got

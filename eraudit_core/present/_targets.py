@@ -12,6 +12,7 @@ from typing import Any
 
 from eraudit_core.present._compare import format_p
 from eraudit_core.store import Store
+from eraudit_core.types import Verdict
 
 
 def target_recovery(store: Store, run_id: str, targets: Collection[str]) -> dict[str, Any] | None:
@@ -26,7 +27,7 @@ def target_recovery(store: Store, run_id: str, targets: Collection[str]) -> dict
     if pairs.empty:
         return None
     is_target = pairs["pair_id"].isin(set(targets))
-    degraded = pairs["status"] == "degraded"
+    degraded = pairs["status"] == Verdict.DEGRADED
     n_t, n_o = int(is_target.sum()), int((~is_target).sum())
     if not (n_t and n_o):
         return None

@@ -24,6 +24,7 @@ from eraudit_core.audit import (
 from eraudit_core.present import _views as views
 from eraudit_core.present._first_screen import with_paper_count
 from eraudit_core.present._manipulation import not_taken_headline
+from eraudit_core.types import RunStatus, Verdict
 
 
 def _fmt(x: Any, digits: int = 3) -> str:
@@ -73,7 +74,7 @@ def floor_confidence(value: float, decimals: int = 4) -> str:
 def evidence_counts(pairs: pd.DataFrame, floor: float | None) -> dict[str, int]:
     """Among degraded questions: how many rest on the k floor (amplified), on a drop within
     the scorer's numerical precision, and on a drop below 0.05."""
-    deg = pairs[pairs["status"] == "degraded"] if len(pairs) else pairs
+    deg = pairs[pairs["status"] == Verdict.DEGRADED] if len(pairs) else pairs
     if deg.empty:
         return {"amplified": 0, "within_noise": 0, "small_drop": 0}
     drop = deg["worst_drop"].astype(float) if "worst_drop" in deg else pd.Series(dtype=float)
@@ -121,7 +122,7 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
         sentences.append(check.reason)
     planned = int(run.get("n_pairs") or n)
     status = str(run.get("status") or "")
-    if status != "done" or n < planned:
+    if status != RunStatus.DONE or n < planned:
         sentences.append(
             f"The run is {status or 'unfinished'}: {n} of {planned} questions have a verdict; "
             "the numbers below cover only those."
@@ -171,7 +172,7 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
         sentences.append(
             f"{n_pass} question(s) passed without a certificate: no counterexample was found and "
             f"every test generator was tested, but {why}. Their bounds (mean "
-            f"{_fmt(pairs.loc[pairs['status'] == 'passed', 'bound'].mean(), 2)}) are weaker "
+            f"{_fmt(pairs.loc[pairs['status'] == Verdict.PASSED, 'bound'].mean(), 2)}) are weaker "
             "statements, shown per question in the table; they are not certificates."
         )
     if n_inc:
@@ -207,9 +208,9 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
             "failure-tolerant one) was lowered by that much."
         )
     if n == 0:
-        kind, headline = "inconclusive", f"{label}: no questions finished yet."
+        kind, headline = Verdict.INCONCLUSIVE, f"{label}: no questions finished yet."
     elif n_deg:
-        kind = "degraded"
+        kind = Verdict.DEGRADED
         assumed = f", min-drop {config.min_drop:g}" if config.min_drop > 0 else ""
         headline = (
             f"{label}: adaptation degraded {n_deg} of {n} hidden question(s) "
@@ -217,13 +218,13 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
             else f"{label}: the audit marks {n_deg} of {n} hidden question(s) degraded "
         ) + f"(epsilon {config.epsilon:g}{assumed})."
     elif n_cert == n:
-        kind = "certified"
+        kind = Verdict.CERTIFIED
         headline = (
             f"{label}: no degradation found; every question certified at p* = {target} with "
             f"confidence {conf} (mean bound {_fmt(ov['mean_bound'], 2)})."
         )
     else:
-        kind = "passed" if n_pass + n_cert else "inconclusive"
+        kind = Verdict.PASSED if n_pass + n_cert else Verdict.INCONCLUSIVE
         parts = [
             f"{c} {w}"
             for c, w in (
@@ -236,10 +237,10 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
         headline = f"{label}: no counterexample found; " + ", ".join(parts) + f" of {n}."
     if n and not check.took:
         headline = f"{label}: {not_taken_headline(check)}: {headline[len(label) + 2 :]}"
-    headline = with_paper_count(headline, pairs, run["config"])
+    headline = with_paper_count(headline, pairs, config)
     if isinstance(eps_from, dict) and eps_from.get("unverified"):
         headline += " Epsilon came from a calibration on an unverified run."
-    note = selection_note(run)
+    note = selection_note(run["provenance"])
     if note:  # a run re-derived after exclusions: the selection comes first, never a certificate
         headline = f"{headline} {note.split('.')[0]}."
         sentences.insert(1, note)

@@ -19,12 +19,14 @@ import pandas as pd
 from eraudit_core.audit import (
     CONFIDENCE_LEVELS,
     AuditConfig,
+    RunRecord,
     lower_confidence_bound,
     table_steps,
     tv_relaxed_bound,
     verdict_from_steps,
 )
 from eraudit_core.store import Store
+from eraudit_core.types import Verdict
 
 SCATTER_COLUMNS = [
     "run_id",
@@ -174,7 +176,7 @@ def epsilon_sweep(
             {
                 "epsilon": e,
                 "n_questions": len(replays),
-                "n_with_counterexample": int((status == "degraded").sum()),
+                "n_with_counterexample": int((status == Verdict.DEGRADED).sum()),
                 "mean_bound": float(bound[available].mean()) if available.any() else np.nan,
                 "n_unavailable": int((~available).sum()),
             }
@@ -186,7 +188,7 @@ def run_epsilon_sweep(
     store: Store, run_id: str, epsilons: Iterable[float] = DEFAULT_EPSILONS
 ) -> pd.DataFrame:
     """`epsilon_sweep` of a stored run over `sweep_steps` (every table row for a table run)."""
-    config = AuditConfig.from_dict(store.run(run_id)["config"])
+    config = RunRecord.read(store, run_id).config
     pairs = store.pair_results(run_id)
     return epsilon_sweep(pairs, sweep_steps(store, run_id, pairs, config), config, epsilons)
 
@@ -220,7 +222,7 @@ def confidence_sweep(
         bounds = []
         for rec in records:
             gens = rec.get("generators") or []
-            if rec["status"] not in ("certified", "passed") or not gens:
+            if rec["status"] not in (Verdict.CERTIFIED, Verdict.PASSED) or not gens:
                 bounds.append(0.0)
                 continue
             common = min(lower_confidence_bound(int(g["n"]), per_q) for g in gens)
@@ -271,8 +273,10 @@ def run_overview(pairs: pd.DataFrame) -> dict[str, Any]:
     """
     n = len(pairs)
     counts = pairs["status"].value_counts().to_dict() if n else {}
-    tested = pairs[pairs["status"].isin(["certified", "passed"])] if n else pairs
-    certified = pairs.loc[pairs["status"] == "certified", "bound"] if n else pd.Series(dtype=float)
+    tested = pairs[pairs["status"].isin([Verdict.CERTIFIED, Verdict.PASSED])] if n else pairs
+    certified = (
+        pairs.loc[pairs["status"] == Verdict.CERTIFIED, "bound"] if n else pd.Series(dtype=float)
+    )
     return {
         "n_pairs": n,
         "n_degraded": int(counts.get("degraded", 0)),
@@ -288,11 +292,11 @@ def run_overview(pairs: pd.DataFrame) -> dict[str, Any]:
 
 def run_views(store: Store, run_id: str) -> dict[str, pd.DataFrame]:
     """Everything the Results page and the report need for one run, in one read."""
-    run = store.run(run_id)
-    config = AuditConfig.from_dict(run["config"])
+    run = RunRecord.read(store, run_id)
+    config = run.config
     pairs = store.pair_results(run_id)
     steps = sweep_steps(store, run_id, pairs, config)
-    label = run["label"] or run_id
+    label = run.name
     return {
         "pairs": pairs,
         "questions": question_summary(pairs),

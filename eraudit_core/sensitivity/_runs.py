@@ -13,7 +13,7 @@ import pandas as pd
 
 from eraudit_core.errors import InputError
 from eraudit_core.sensitivity._tidy import DROPPED_COLUMNS
-from eraudit_core.types import PAIR_STATUSES
+from eraudit_core.types import Verdict
 
 # --------------------------------------------------------------------------------------------
 # ER-Audit runs as a sensitivity table
@@ -30,7 +30,7 @@ RUN_PAIR_COLUMNS = (
     "status",
 )
 DEFAULT_MAX_D_EDGES = (0.0, 0.5, 1.0, 2.0)
-FINISHED_STATUSES = PAIR_STATUSES
+FINISHED_STATUSES = tuple(Verdict)
 
 
 def outcomes_from_run_pairs(
@@ -85,10 +85,10 @@ def outcomes_from_run_pairs(
             dtype=float,
         )
     else:
-        no_n = ~unfinished & n_ce.isna() & (status != "degraded")
+        no_n = ~unfinished & n_ce.isna() & (status != Verdict.DEGRADED)
         reasons[no_n] = "no counterexample count recorded"
         behaviour = "counterexample_found"
-        found = (n_ce.fillna(0) > 0) | (status == "degraded")
+        found = (n_ce.fillna(0) > 0) | (status == Verdict.DEGRADED)
         score = found.astype(float) + 1.0
     keep = reasons == ""
     pair = df["checkpoint_pair"].astype(str)

@@ -37,7 +37,6 @@ from eraudit_core.store._run_copy import (
     write_run_rows,
 )
 from eraudit_core.store._schema import (
-    RUN_STATUSES,
     SCHEMA_VERSION,
 )
 from eraudit_core.store._store import (
@@ -53,7 +52,6 @@ __all__ = [
     "PARAPHRASE_LABELS",
     "PairResult",
     "QUALITY_H_ATTRIBUTION",
-    "RUN_STATUSES",
     "RUN_TABLES",
     "SCHEMA_VERSION",
     "StepRecord",

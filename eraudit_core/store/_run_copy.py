@@ -20,9 +20,8 @@ import pandas as pd
 
 from eraudit_core.errors import InputError
 from eraudit_core.store._benchmark import CONTENT_COLUMNS, pairs_content_digest
-from eraudit_core.store._run_tables import ACTIVE_STATUSES
 from eraudit_core.store._store import Store, benchmark_slot
-from eraudit_core.types import Paraphrase
+from eraudit_core.types import ACTIVE_RUN_STATUSES, Paraphrase, RunStatus
 
 RUN_TABLES = (
     "runs",
@@ -97,8 +96,8 @@ def read_run_rows(
             [fps, origin, fps],
         ).df()
     # the copy is not running anywhere: an active run arrives as interrupted
-    if rows["runs"]["status"].iloc[0] in ACTIVE_STATUSES:
-        rows["runs"].loc[:, "status"] = "interrupted"
+    if rows["runs"]["status"].iloc[0] in ACTIVE_RUN_STATUSES:
+        rows["runs"].loc[:, "status"] = RunStatus.INTERRUPTED
     return rows
 
 
@@ -157,8 +156,8 @@ def write_run_rows(
         if other:
             raise InputError(f"table {name} has rows of another run ({sorted(other)[0]})")
     _check_probabilities(rows)
-    if run["status"].iloc[0] in ACTIVE_STATUSES:  # it runs nowhere here, whatever it claims
-        run["status"] = "interrupted"
+    if run["status"].iloc[0] in ACTIVE_RUN_STATUSES:  # it runs nowhere here, whatever it claims
+        run["status"] = RunStatus.INTERRUPTED
     for col in ("owner_pid", "owner_host", "owner_token", "heartbeat_at"):
         if col in run.columns:
             run[col] = pd.Series([None], dtype=object, index=run.index)

@@ -20,11 +20,9 @@ import pandas as pd
 from eraudit_core.errors import InputError
 from eraudit_core.store._owner import Owner, owner_alive
 from eraudit_core.store._records import PairResult, StepRecord
-from eraudit_core.store._schema import RUN_STATUSES
 from eraudit_core.store._tables import Tables, _filtered, _now
-from eraudit_core.types import QueryScore
+from eraudit_core.types import ACTIVE_RUN_STATUSES, QueryScore, RunStatus
 
-ACTIVE_STATUSES = ("pending", "running")
 STEP_COLUMNS = [
     "run_id",
     "pair_id",
@@ -53,7 +51,7 @@ def _owner(pid: Any, host: Any, token: Any) -> Owner | None:
 
 def _dead_owner(status: Any, owner: Owner | None, heartbeat: Any) -> Owner | None:
     """The owner of an active run whose process is gone, else None."""
-    if status not in ACTIVE_STATUSES or owner is None:
+    if status not in ACTIVE_RUN_STATUSES or owner is None:
         return None
     beat = None if heartbeat is None or pd.isna(heartbeat) else pd.Timestamp(heartbeat)
     alive = owner_alive(owner, beat.to_pydatetime() if beat is not None else None, _now())
@@ -132,7 +130,7 @@ class RunTables(Tables):
                 raise InputError(f"no run {run_id!r} in {self.path}")
             owner = _owner(row[1], row[2], row[3])
             if (
-                row[0] in ACTIVE_STATUSES
+                row[0] in ACTIVE_RUN_STATUSES
                 and owner is not None
                 and (owner.pid, owner.host) != (me.pid, me.host)
                 and _dead_owner(row[0], owner, row[4]) is None
@@ -151,13 +149,13 @@ class RunTables(Tables):
             )
 
     def set_run_status(self, run_id: str, status: str, error: str | None = None) -> None:
-        if status not in RUN_STATUSES:
+        if status not in tuple(RunStatus):
             raise ValueError(f"unknown run status {status!r}")
-        if status == "running":
+        if status == RunStatus.RUNNING:
             self.claim_run(run_id)
             return
         with self._write() as w:
-            if status in ("done", "failed", "cancelled", "interrupted"):
+            if status != RunStatus.PENDING:  # every status after running ends a stretch of work
                 w.execute(
                     "UPDATE runs SET status = ?, error = ?, finished_at = ?, "
                     "active_seconds = active_seconds + " + _STRETCH + ", resumed_at = NULL "
@@ -284,7 +282,7 @@ class RunTables(Tables):
                 row["heartbeat_at"],
             )  # fmt: skip
             if owner is not None:
-                df.at[i, "status"] = "interrupted"
+                df.at[i, "status"] = RunStatus.INTERRUPTED
                 df.at[i, "error"] = _stopped(owner)
         return df
 
@@ -463,7 +461,7 @@ class RunTables(Tables):
         status, error = r[0], r[6]
         dead = _dead_owner(status, _owner(r[10], r[11], r[12]), r[13])
         if dead is not None:
-            status, error = "interrupted", _stopped(dead)
+            status, error = RunStatus.INTERRUPTED, _stopped(dead)
         return {
             "status": status,
             "n_pairs": r[1],

@@ -214,4 +214,3 @@ MIGRATIONS: dict[int, list[str]] = {
     ],
 }
 SCHEMA_VERSION = max(MIGRATIONS)
-RUN_STATUSES = ("pending", "running", "done", "failed", "cancelled", "interrupted")

@@ -17,6 +17,7 @@ import pytest
 from eraudit_core import cli
 from eraudit_core.audit import (
     AuditConfig,
+    RunRecord,
     pair_evidence,
     required_successes,
     verdict_from_steps,
@@ -158,7 +159,7 @@ def test_why_sentence_and_evidence_of_an_amplified_rise(tmp_path):
     rows += [["p", "search", "s", 0, "What was the author's meaning?", 0.4976, 0.4897]]
     a, res = audit(tmp_path, rows, k=0.001)
     run = a.store.run(a.run_id)
-    ev = pair_evidence(res["p"], run["config"], run["provenance"])
+    ev = pair_evidence(res["p"], RunRecord.from_stored(run))
     assert ev.amplified and ev.den == 0.001 and ev.status == "degraded"
     assert ev.worst_drop == pytest.approx(0.0079, abs=1e-12)
     assert ev.prompt is None  # a score table carries no prompt

@@ -62,10 +62,13 @@ def test_excluding_a_labelled_counterexample_writes_a_new_linked_run(tmp_path):
     run = store.run(new)
     assert run["provenance"]["derived_from"]["run_id"] == old
     assert run["provenance"]["derived_from"]["excluded"][0]["author"] == "ana"
-    assert excluded_after_seen(run) == 1 and excluded_after_seen(store.run(old)) == 0
-    note = selection_note(run)
+    assert (
+        excluded_after_seen(run["provenance"]) == 1
+        and excluded_after_seen(store.run(old)["provenance"]) == 0
+    )
+    note = selection_note(run["provenance"])
     assert note is not None and note.startswith("1 rewording excluded after their scores")
-    assert selection_note(store.run(old)) is None
+    assert selection_note(store.run(old)["provenance"]) is None
     pairs = store.pair_results(new).set_index("pair_id")
     # p1 without its search counterexample: the table's test rows decide it, n* = 2 per
     # generator, L = 0.25 ** (1/2) = 0.5 >= p* -- but passed, never certified
@@ -144,11 +147,11 @@ def test_a_chained_rederivation_counts_every_exclusion_along_the_chain(tmp_path)
     second = derive_without(store, first, store.labelled_invalid(first), author="bo")
     run = store.run(second)
     derived = run["provenance"]["derived_from"]
-    assert excluded_after_seen(run) == 2  # not the last step's 1
+    assert excluded_after_seen(run["provenance"]) == 2  # not the last step's 1
     assert derived["n_excluded_here"] == 1
     assert derived["run_id"] == first and derived["original_run_id"] == old
     assert [e["pair_id"] for e in derived["excluded"]] == ["p1", "p2"]
-    note = selection_note(run)
+    note = selection_note(run["provenance"])
     assert note is not None and note.startswith("2 rewordings excluded after their scores")
     # control: the first derivation still counts its own single exclusion
-    assert excluded_after_seen(store.run(first)) == 1
+    assert excluded_after_seen(store.run(first)["provenance"]) == 1

@@ -20,7 +20,7 @@ from eraudit_core import cli
 from eraudit_core.audit import AuditConfig, PairAudit, PairState, build_items
 from eraudit_core.errors import InputError
 from eraudit_core.store import Store, load_bundled_benchmark
-from eraudit_core.types import PAIR_STATUSES, Paraphrase
+from eraudit_core.types import Paraphrase, Verdict
 from tests.audit.test_audit import Audit, _cli_json, audit, monitored, paras, write_table
 
 REL = 1e-12
@@ -53,7 +53,7 @@ def test_degraded_takes_precedence_over_inconclusive(tmp_path):
     _, res = audit(tmp_path, rows)
     assert res["p1"]["status"] == "degraded"
     assert res["p2"]["status"] == "inconclusive"  # nothing from g2 for p2
-    assert set(PAIR_STATUSES) == {"degraded", "certified", "passed", "inconclusive"}
+    assert set(Verdict) == {"degraded", "certified", "passed", "inconclusive"}
 
 
 def test_cli_json_uses_exactly_the_four_statuses_and_a_schema_version(tmp_path, capsys):

@@ -416,10 +416,10 @@ def test_run_page_starts_a_live_audit_that_finishes(
     no_errors(at)
     run_id = at.query_params["watch"]
     assert run_id.startswith("run-")
-    from ui import state
+    from ui import store_access
 
-    state.get_runner().join(run_id, timeout=120)
-    store = state._open_store(str(os.environ["ERAUDIT_DB"]))
+    store_access.get_runner().join(run_id, timeout=120)
+    store = store_access.open_store(str(os.environ["ERAUDIT_DB"]))
     rec = store.run(run_id)
     assert rec["status"] == "done", rec["error"]
     assert rec["pre_name"] == tiny_models[0] and rec["label"] == "tiny live"
@@ -464,10 +464,10 @@ def test_cancelled_run_resumes_from_the_run_page(
     resume = next(b for b in at.button if b.label == "Resume")
     resume.click().run()
     no_errors(at)
-    from ui import state
+    from ui import store_access
 
-    state.get_runner().join("run-resume", timeout=60)
-    s = state._open_store(str(db))
+    store_access.get_runner().join("run-resume", timeout=60)
+    s = store_access.open_store(str(db))
     assert s.run("run-resume")["status"] == "done"
     assert len(s.pair_results("run-resume")) == 4
 
@@ -479,9 +479,9 @@ def test_home_imports_the_embedded_demo(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.delenv("ERAUDIT_NO_DEMO", raising=False)
     at = AppTest.from_file(APP, default_timeout=300).run()
     no_errors(at)
-    from ui import state
+    from ui import store_access
 
-    info = state.demo_info()
+    info = store_access.demo_info()
     assert info is not None and not info.get("error"), info
     assert info["n_pairs"] == 222
     assert any("QuALITY-H: 222 monitored/hidden question pairs" in m.value for m in at.markdown)

@@ -8,7 +8,7 @@ import json
 
 import pandas as pd
 
-from ui.state import related_runs
+from ui.run_picking import related_runs
 
 
 def _runs(rows: list[tuple[str, str, str, int, str | None]]) -> pd.DataFrame:

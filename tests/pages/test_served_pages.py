@@ -91,9 +91,9 @@ def test_setup_checks_and_registers_a_served_checkpoint(
     next(b for b in at.button if b.label == "Check and register").click().run()
     assert any("Registered, fingerprint" in s.value for s in at.success), at.text
     assert any("probe prompts" in c.value for c in at.caption)
-    from ui import state
+    from ui import store_access
 
-    ckpts = state.get_store().checkpoints()
+    ckpts = store_access.get_store().checkpoints()
     assert len(ckpts) == 1 and server.url in ckpts["name"].iloc[0]
 
 
@@ -108,9 +108,9 @@ def test_setup_shows_a_served_failure_inline(db: Path, served: tuple[FakeVLLM, P
     fill(at, "localhost:8000", server.name, tokdir)
     next(b for b in at.button if b.label == "Check: score one question").click().run()
     assert any("base_url must start with http" in t.value for t in _shown(at))
-    from ui import state
+    from ui import store_access
 
-    assert state.get_store().checkpoints().empty
+    assert store_access.get_store().checkpoints().empty
 
 
 def test_run_page_shows_requests_in_flight_and_prompts_per_second(db: Path) -> None:
@@ -135,9 +135,9 @@ def test_run_page_shows_requests_in_flight_and_prompts_per_second(db: Path) -> N
     assert metrics["requests in flight"] == "0"
     assert metrics["most requests in flight"] == "8"
     assert any("40 requests, 1 retries" in c.value for c in at.caption)
-    from ui import state
+    from ui import store_access
 
-    state.get_store().set_run_status(run_id, "running")  # as the engine does while it runs
+    store_access.get_store().set_run_status(run_id, "running")  # as the engine does while it runs
     at.run()
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["requests in flight"] == "3" and metrics["prompts/s (last 10 s)"] == "4.5"

@@ -304,4 +304,4 @@ def test_min_drop_headline_shows_the_papers_count_beside_it(tmp_path, capsys) ->
     assert "Paper's rule" not in v_paper["headline"]  # negative control: the paper's own run
     note = "Paper's rule: 40 of 40 degraded; with the assumed minimum drop 0.02: 0 of 40."
     assert note in v_min["headline"] and note in screen["sentence"]
-    assert min_drop_note(pairs, {"epsilon": 0.5, "min_drop": 0.0}) is None
+    assert min_drop_note(pairs, AuditConfig(epsilon=0.5, min_drop=0.0)) is None

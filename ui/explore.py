@@ -8,6 +8,7 @@ from typing import Any
 import streamlit as st
 
 from eraudit_core import present
+from eraudit_core.errors import InputError
 from eraudit_core.types import Verdict
 from ui import run_picking, store_access
 
@@ -98,7 +99,7 @@ def pair_detail(run_id: str, pair_id: str) -> dict[str, Any]:
             options = next(
                 (p for p in store.pairs(run["benchmark_id"]) if p.pair_id == pair_id), None
             )
-        except Exception:  # benchmark removed: the run's own record still has the questions
+        except InputError:  # benchmark removed: the run's own record still has the questions
             options = None
     steps = store.steps(run_id, pair_id)
     return {

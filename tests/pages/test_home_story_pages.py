@@ -65,9 +65,10 @@ def test_home_tells_one_true_story(demo_db: Path, monkeypatch: pytest.MonkeyPatc
     ), lead
     assert "not findings" in lead
     # the sentences under the lead that name a debate pair name the same pair
-    for t in texts:
-        if "its control demo:debate" in t or "beside its control demo:debate" in t:
-            assert "demo:debate-adversarial" in t and "demo:debate-honest" in t, t
+    naming = [t for t in texts if "its control demo:debate" in t]
+    assert naming, texts
+    for t in naming:
+        assert "demo:debate-adversarial" in t and "demo:debate-honest" in t, t
     rule = [t for t in texts if t.startswith("Here: demo:debate")]
     assert rule == [
         "Here: demo:debate-adversarial against its control demo:debate-honest. "

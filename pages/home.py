@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from ui import entry, store_access, story, widgets
@@ -19,10 +21,9 @@ if st.session_state.get(LIVE_DEMO_KEY) and demo is not None and not demo.get("er
     if started:
         st.switch_page("pages/run.py", query_params={"watch": started})
 groups = story.demo_groups(demo) if demo is not None and not demo.get("error") else {}
-if groups:
-    # the lead first, in one plain sentence from the primary comparison against the
-    # control: the debate-distilled pair when it is there, else the model organisms
-    story.lead(list((groups["debate"] or groups["organisms"]).values()))
+# The lead goes first on the page but is computed after the one-click audit is drawn: it reads
+# every arm's verdicts beside its control (seconds on a loaded machine), the button nothing.
+lead_slot = st.container()
 st.markdown(
     "Did adapting (fine-tuning) a verifier model quietly make it worse on questions nobody "
     "monitored? ER-Audit compares the model before and after on reworded forms of each hidden "
@@ -31,6 +32,34 @@ st.markdown(
     "*certified* when that bound reaches your target."
 )
 
+
+def one_click_audit(demo: dict[str, Any]) -> None:
+    """The one-click live audit's button, drawn before the demo's tables (which take
+    seconds to compute) so it is on screen first; the two checkpoints start loading in the
+    background as soon as it is, and load while the rest of the page is drawn and read."""
+    live = demo.get("live_pair_ids") or []
+    missing = widgets.demo_models_missing()
+    if live and missing:
+        st.caption(f"The one-click live audit is unavailable: {missing}.")
+    elif live:
+        st.markdown("**One-click live audit** of the concealed arm on a few demo questions:")
+        st.caption(
+            f"{len(live)} pair(s); loads the real model on this machine and scores paraphrases "
+            "before and after adaptation, about half a minute on an idle laptop CPU. The Run "
+            "page names each step as it goes (loading, scoring each question) with the "
+            "seconds since the click."
+        )
+        st.button("Run a live demo audit", type="primary", key=LIVE_DEMO_KEY)  # handled above
+        widgets.preload_demo_models()
+
+
+if demo is not None and not demo.get("error"):
+    one_click_audit(demo)
+if groups:
+    # one plain sentence from the primary comparison against the control: the
+    # debate-distilled pair when it is there, else the model organisms
+    with lead_slot:
+        story.lead(list((groups["debate"] or groups["organisms"]).values()))
 runs = store_access.runs_frame()
 
 
@@ -92,19 +121,6 @@ else:
             st.caption(note)
         for run_id in demo["run_ids"].values():
             widgets.run_card(run_id)
-    live = demo.get("live_pair_ids") or []
-    missing = widgets.demo_models_missing()
-    if live and missing:
-        st.caption(f"The one-click live audit is unavailable: {missing}.")
-    elif live:
-        st.markdown("**One-click live audit** of the concealed arm on a few demo questions:")
-        st.caption(
-            f"{len(live)} pair(s); loads the real model on this machine and scores paraphrases "
-            "before and after adaptation, a few minutes on a laptop CPU. The Run page names "
-            "each step as it goes (loading, registering each checkpoint, scoring) with the "
-            "seconds since the click."
-        )
-        st.button("Run a live demo audit", type="primary", key=LIVE_DEMO_KEY)  # handled above
 
 st.subheader("Recent runs")
 if runs.empty:
@@ -115,6 +131,3 @@ else:
         hide_index=True,
         width="stretch",
     )
-offered = demo is not None and not demo.get("error") and demo.get("live_pair_ids")
-if offered and widgets.demo_models_missing() is None:
-    widgets.preload_demo_models()  # once the page is on screen: loads while it is read

@@ -142,10 +142,15 @@ def safe_text(text: str, limit: int) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "\u2026"
 
 
-def _chart(rec: dict[str, Any], steps: pd.DataFrame, pair_id: str, text: str):  # type: ignore[no-untyped-def]
-    """The question's bound on fixed axes (`present.live_bound_figure`), titled by its text."""
+@st.cache_data(show_spinner=False, max_entries=8)
+def _chart(path: str, run_id: str, pair_id: str, n_steps: int, text: str):  # type: ignore[no-untyped-def]
+    """The question's bound on fixed axes (`present.live_bound_figure`), titled by its text;
+    built again only when the run's step count changed (a refresh between two batches sends
+    the same figure without computing it)."""
     from eraudit_core.audit import AuditConfig
 
+    steps = _steps(path, run_id, n_steps)
+    rec = store_access.get_store().run(run_id)
     return present.live_bound_figure(
         steps[steps["pair_id"] == pair_id],
         title=safe_label(text, 90),
@@ -208,7 +213,18 @@ def _earlier_phases(run_id: str, rec: dict[str, Any]) -> list[dict[str, Any] | N
     return out
 
 
-def _step(run_id: str, rec: dict[str, Any], prog: dict[str, Any], shown: str) -> None:
+def _loading(prog: dict[str, Any]) -> bool:
+    """Still before its first scored paraphrase (loading or registering the checkpoints)."""
+    phase = prog.get("phase") or {}
+    return int(prog["steps"] or 0) == 0 and not str(phase.get("step") or "").startswith("scoring")
+
+
+def _step(
+    rec: dict[str, Any],
+    prog: dict[str, Any],
+    shown: str,
+    earlier: list[dict[str, Any] | None],
+) -> None:
     """The one line that says what the worker does now, with the panel's one clock (seconds
     since the click); while it loads, the time left as an earlier run of the same checkpoints
     measured it."""
@@ -219,9 +235,8 @@ def _step(run_id: str, rec: dict[str, Any], prog: dict[str, Any], shown: str) ->
     if line is None:
         return
     st.markdown(f"**{widgets.md_escape(line)}**")
-    if shown not in ACTIVE_RUN_STATUSES:
+    if shown not in ACTIVE_RUN_STATUSES or not earlier:
         return
-    earlier = _earlier_phases(run_id, rec)
     left = present.loading_left(prog.get("phase"), earlier, now, rec.get("created_at"))
     took = next((x for x in map(present.loading_seconds, earlier) if x is not None), None)
     if left is not None and took is not None:
@@ -231,9 +246,10 @@ def _step(run_id: str, rec: dict[str, Any], prog: dict[str, Any], shown: str) ->
         )
 
 
-def _loading_left(run_id: str, rec: dict[str, Any], prog: dict[str, Any]) -> float | None:
+def _loading_left(
+    rec: dict[str, Any], prog: dict[str, Any], earlier: list[dict[str, Any] | None]
+) -> float | None:
     now = datetime.now(UTC).replace(tzinfo=None)
-    earlier = _earlier_phases(run_id, rec)
     return present.loading_left(prog.get("phase"), earlier, now, rec.get("created_at"))
 
 
@@ -287,7 +303,10 @@ def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> No
     # Which run, what it does now, then its chart: what a reload must show at once, above the
     # fold on a phone.
     widgets.run_heading(str(rec.get("label") or run_id), run_id)
-    _step(run_id, rec, prog, shown)
+    # earlier runs' loading times matter only until this run scores (they say the time left)
+    loading = status in ACTIVE_RUN_STATUSES and _loading(prog)
+    earlier = _earlier_phases(run_id, rec) if loading else []
+    _step(rec, prog, shown, earlier)
     running = status == RunStatus.RUNNING
     steps = _steps(store_access.db_path(), run_id, int(prog["steps"]))
     plans = _plans(store_access.db_path(), run_id)
@@ -301,7 +320,9 @@ def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> No
     if ids:
         verdicts = dict(zip(pairs["pair_id"], pairs["status"], strict=True))
         pair_id = _question_choice(run_id, ids, texts, verdicts, now_q, running)
-        fig = _chart(rec, steps, pair_id, texts.get(pair_id, pair_id))
+        fig = _chart(
+            store_access.db_path(), run_id, pair_id, int(prog["steps"]), texts.get(pair_id, pair_id)
+        )
         chart.plotly_chart(fig, key=f"live-{run_id}", config={"displaylogo": False})
     live = present.live_progress(
         plans=plans,
@@ -312,8 +333,8 @@ def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> No
         resumed_at=prog["resumed_at"],
         running=running,
     )
-    loading = _loading_left(run_id, rec, prog) if status in ACTIVE_RUN_STATUSES else None
-    st.progress(live.fraction, text=_count(prog, live, loading))
+    left = _loading_left(rec, prog, earlier) if loading else None
+    st.progress(live.fraction, text=_count(prog, live, left))
     st.caption(f"status: {shown}")
     active = is_active(run_id)
     stoppable = active and status in ACTIVE_RUN_STATUSES and shown != "cancelling"

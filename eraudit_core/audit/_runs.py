@@ -11,6 +11,7 @@ worker's live step (`_step_reporter`) live in their own modules.
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import json
 import secrets
 import threading
@@ -129,6 +130,10 @@ def execute_model_run(
             run_id, RunStatus.FAILED, f"loading checkpoints: {type(exc).__name__}: {exc}"
         )
         raise
+    # The loaded checkpoints and their libraries are millions of objects that live as long as
+    # the process: moved out of the collector's reach, a full collection (Python's own, or the
+    # dashboard's after each page run) no longer walks them while the audit scores.
+    gc.freeze()
     if should_cancel is not None and should_cancel():  # cancelled while loading: never start
         step(None)
         store.set_run_status(run_id, RunStatus.CANCELLED, "cancelled by the user before it started")

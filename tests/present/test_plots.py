@@ -17,7 +17,7 @@ EVIL = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
 @pytest.fixture(scope="module")
 def store() -> Store:
     s = Store(":memory:")
-    s.info = synthetic.build_synthetic_store(s, n_pairs=4, n_search=2, n_test=5)  # type: ignore[attr-defined]
+    s.info = synthetic.build_synthetic_store(s, n_pairs=4, n_search=2, n_test=5, seed=1)  # type: ignore[attr-defined]
     return s
 
 

@@ -85,7 +85,7 @@ def test_a_lead_whose_adaptation_did_not_take_says_so_first(runs) -> None:  # ty
     # negative control: both adaptations took, so the lead is the reading alone
     table, _ = standard_vs_audit(store, [ids["moved-control"], ids["moved"]])
     lead = lead_sentence(store, table)
-    assert lead is not None and lead.startswith("On reworded questions, moved gave")
+    assert lead is not None and lead.startswith("On reworded questions, moved put")
     assert "did not take" not in lead and "Question by question:" in lead
     assert "by ER-Audit 1 vs 0 degraded questions" in (story_lead(table) or "")
 

@@ -212,7 +212,7 @@ def test_time_left_never_grows_by_half_while_the_run_advances_steadily(
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto(f"{url}/run")
-            page.get_by_text("Live audit").wait_for(timeout=60_000)
+            page.get_by_text("Live audit", exact=True).wait_for(timeout=60_000)
             readings: list[tuple[float, float]] = []
             t0 = time.time()
             while time.time() - t0 < 180:

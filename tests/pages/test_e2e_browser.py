@@ -165,7 +165,7 @@ def test_live_audit_deep_link_and_report(
     page.screenshot(path=str(shots / "02_run_configure.png"))
     page.get_by_role("button", name="Start audit").click()
 
-    page.get_by_text("Live audit").wait_for(timeout=60_000)
+    page.get_by_text("Live audit", exact=True).wait_for(timeout=60_000)
     page.wait_for_url("**watch=run-*", timeout=30_000)
     run_id = page.url.split("watch=")[1].split("&")[0]
 
@@ -188,7 +188,7 @@ def test_live_audit_deep_link_and_report(
                 shot_taken = True
                 # A browser reload mid-run finds the same run still going (state is in the store).
                 page.reload()
-                page.get_by_text("Live audit").wait_for(timeout=60_000)
+                page.get_by_text("Live audit", exact=True).wait_for(timeout=60_000)
                 assert page.get_by_text(f"({run_id})").count()
         if page.get_by_text("status: done").count():
             break

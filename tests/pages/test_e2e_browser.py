@@ -189,7 +189,7 @@ def test_live_audit_deep_link_and_report(
                 # A browser reload mid-run finds the same run still going (state is in the store).
                 page.reload()
                 page.get_by_text("Live audit", exact=True).wait_for(timeout=60_000)
-                assert page.get_by_text(f"({run_id})").count()
+                page.get_by_text(f"({run_id})").first.wait_for(timeout=30_000)
         if page.get_by_text("status: done").count():
             break
         failed = page.get_by_text("Stopped (failed)")

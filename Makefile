@@ -51,7 +51,7 @@ lint: install-dev
 	$(VENV)/bin/lint-imports
 
 # Test-time budget per marker on a clean clone of the 2-core machine (docs/user-guide.md,
-# "Tests"). Default, `-m "not slow"`: 15 min (measured 686-818 s, 1,008 tests, 2026-12-06), no root, no compiler: every test
+# "Tests"). Default, `-m "not slow"`: 15 min (measured 775-908 s, 1,035 tests, 2026-12-06), no root, no compiler: every test
 # that needs Chromium, llama.cpp, vLLM or the real demo model is marked slow.
 test: install-dev lint
 	$(VENV)/bin/pytest -m "not slow" -q

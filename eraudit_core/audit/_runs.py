@@ -132,7 +132,7 @@ def execute_model_run(
         raise
     # The loaded checkpoints and their libraries are millions of objects that live as long as
     # the process: moved out of the collector's reach, a full collection (Python's own, or the
-    # dashboard's after each page run) no longer walks them while the audit scores.
+    # dashboard's after each page run) does not walk them while the audit scores.
     gc.freeze()
     if should_cancel is not None and should_cancel():  # cancelled while loading: never start
         step(None)

@@ -132,8 +132,9 @@ def _combobox(page, label: str):  # type: ignore[no-untyped-def]
 def pick(page, label: str, run_id: str, attempts: int = 3) -> None:  # type: ignore[no-untyped-def]
     """Choose the option whose text contains `run_id` in the selectbox labelled `label`.
 
-    A rerun that redraws the selectbox while its list is opening closes the list again (seen on
-    CI under load), so the list is opened again, up to `attempts` times, before giving up."""
+    A rerun that redraws the selectbox while its list is opening closes the list again, or
+    drops the click on the option (seen on CI under load), so the choice is made again, up to
+    `attempts` times, until the box shows it; then AssertionError with what it shows."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     option = page.get_by_role("option").filter(has_text=run_id).first
@@ -145,12 +146,18 @@ def pick(page, label: str, run_id: str, attempts: int = 3) -> None:  # type: ign
             box.press("ArrowDown")  # a click on the text opens the list only sometimes
         try:
             option.click(timeout=10_000)
-            break
         except PlaywrightTimeout:
             if attempt == attempts:
                 raise
             page.keyboard.press("Escape")
-    settle(page)
+            continue
+        settle(page)
+        now = shown(page, label)
+        if run_id in now or not now:  # a multiselect's input stays empty: its chips hold the choice
+            return
+    raise AssertionError(
+        f"{label!r} shows {shown(page, label)!r} after {attempts} picks of {run_id}"
+    )
 
 
 def shown(page, label: str) -> str:  # type: ignore[no-untyped-def]

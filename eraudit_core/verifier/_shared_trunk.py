@@ -12,13 +12,15 @@ cache of what came before. Here each stage runs the bottom layers once and the t
 once per checkpoint, each checkpoint keeping its own top-layer key/value cache. It applies
 only where the decoder takes its input embeddings unscaled (Llama, Mistral, Qwen2/3); the
 plan refuses anything else, and an adapter below L, so the caller scores separately then.
+A separate model that differs from the base only in layers >= L and the final norm (a full
+fine-tune of the top layers, checked tensor by tensor in `_layer_patch`) shares the trunk the
+same way, running its own top layers.
 """
 
 from __future__ import annotations
 
 import contextlib
-import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,128 +28,41 @@ import torch
 
 from eraudit_core.errors import InputError
 from eraudit_core.types import Query, QueryScore
+from eraudit_core.verifier._decoder_parts import (
+    AdapterSwitch,
+    adapter_layers,
+    causal_lm,
+    decoder,
+    layers_only,
+    left_pad,
+    positions_of,
+    trunk_states,
+    upper_layers_only,
+)
 from eraudit_core.verifier._hf_verifier import shared_prefix_length
+from eraudit_core.verifier._layer_patch import layer_patch
 
 # Decoder families whose forward feeds `inputs_embeds` straight into the first layer (Gemma,
 # for one, scales them first, so a trunk state could not be fed back in as an embedding).
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
-_LAYER = re.compile(r"\.layers\.(\d+)\.")
+__all__ = [
+    "SUPPORTED_MODEL_TYPES",
+    "SharedTrunk",
+    "SharedTrunkGroup",
+    "adapter_layers",
+    "causal_lm",
+    "decoder",
+    "layers_only",
+    "plan_shared_trunk",
+    "plan_shared_trunk_group",
+    "positions_of",
+    "shared_trunk_label_logprobs",
+    "trunk_states",
+    "try_shared_trunk",
+    "upper_layers_only",
+]
 
 KV = list[tuple[torch.Tensor, torch.Tensor]]
-
-
-# ---------------------------------------------------------------------------------------------
-# the model's parts
-
-
-def causal_lm(model: Any) -> Any:
-    """The causal-LM module under a PEFT wrapper (LoRA layers live inside it)."""
-    return model.get_base_model() if hasattr(model, "get_base_model") else model
-
-
-def decoder(model: Any) -> Any:
-    """The module holding the decoder `layers` and the final `norm`."""
-    backbone = causal_lm(model)
-    while not hasattr(backbone, "layers"):
-        backbone = backbone.model
-    return backbone
-
-
-@contextlib.contextmanager
-def layers_only(
-    model: Any, start: int, stop: int | None = None, *, norm: bool = True
-) -> Iterator[Any]:
-    """Run only decoder layers [start, stop) (and the final norm unless `norm=False`); restore
-    after, so saved adapters keep their true layer numbers. Yields the decoder module."""
-    backbone = decoder(model)
-    layers, final_norm = backbone.layers, backbone.norm
-    backbone.layers = torch.nn.ModuleList(list(layers)[start:stop])
-    if not norm:
-        backbone.norm = torch.nn.Identity()
-    try:
-        yield backbone
-    finally:
-        backbone.layers, backbone.norm = layers, final_norm
-
-
-def upper_layers_only(model: Any, split: int) -> contextlib.AbstractContextManager[Any]:
-    """Run only decoder layers >= split, from `trunk_states` fed as `inputs_embeds`."""
-    return layers_only(model, split)
-
-
-def _left_pad(rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        if r:
-            ids[i, width - len(r) :] = torch.tensor(list(r), dtype=torch.long)
-            mask[i, width - len(r) :] = 1
-    return ids, mask
-
-
-def positions_of(mask: torch.Tensor) -> torch.Tensor:
-    """Position ids that count real tokens only (left padding gets position 0)."""
-    return (mask.cumsum(-1) - 1).clamp(min=0)
-
-
-def trunk_states(
-    model: Any,
-    ids: Sequence[Sequence[int]],
-    split: int,
-    pad_id: int,
-    batch_size: int = 8,
-    device: str = "cpu",
-) -> list[torch.Tensor]:
-    """Hidden states entering decoder layer `split`, one [tokens, hidden] tensor per sequence.
-
-    Without gradients and batched by length; equal to running each sequence alone.
-    """
-    out: list[Any] = [None] * len(ids)
-    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-    with (
-        torch.no_grad(),
-        _Switch(model)(None),
-        layers_only(model, 0, split, norm=False) as backbone,
-    ):
-        for b in range(0, len(order), batch_size):
-            batch = order[b : b + batch_size]
-            x, mask = _left_pad([ids[i] for i in batch], pad_id)
-            if split == 0:
-                h = backbone.embed_tokens(x.to(device))
-            else:
-                h = backbone(
-                    input_ids=x.to(device),
-                    attention_mask=mask.to(device),
-                    position_ids=positions_of(mask).to(device),
-                    use_cache=False,
-                ).last_hidden_state
-            for r, i in enumerate(batch):
-                out[i] = h[r, h.shape[1] - len(ids[i]) :].detach().cpu().clone()
-    return out
-
-
-# ---------------------------------------------------------------------------------------------
-# which layers an adapter touches
-
-
-def adapter_layers(model: Any, adapter_name: str) -> set[int] | None:
-    """Decoder layers holding parameters of `adapter_name`; None when it also touches
-    something outside the decoder layers (embeddings, head), which no split can share."""
-    tag = f".{adapter_name}."
-    layers: set[int] = set()
-    found = False
-    for name, _ in causal_lm(model).named_parameters():
-        if tag not in name and not name.endswith(f".{adapter_name}"):
-            continue
-        found = True
-        m = _LAYER.search(name)
-        if m is None:
-            return None
-        layers.add(int(m.group(1)))
-    if not found:
-        raise InputError(f"adapter {adapter_name}: no parameters of it in the model")
-    return layers
 
 
 # ---------------------------------------------------------------------------------------------
@@ -175,27 +90,10 @@ def _cache(kv: KV) -> Any:
     return DynamicCache.from_legacy_cache(tuple(kv))  # type: ignore[arg-type]
 
 
-class _Switch:
-    """Makes one checkpoint (None: the base, adapters off) active for the top layers."""
-
-    def __init__(self, model: Any) -> None:
-        self.model = model
-
-    @contextlib.contextmanager
-    def __call__(self, adapter: str | None) -> Iterator[None]:
-        if adapter is not None:
-            self.model.set_adapter(adapter)
-            yield
-        elif hasattr(self.model, "disable_adapter"):
-            with self.model.disable_adapter():
-                yield
-        else:
-            yield
-
-
 def _stage(
     model: Any,
     adapters: Sequence[str | None],
+    models: Sequence[Any],
     split: int,
     rows: list[list[int]],
     pad_id: int,
@@ -203,9 +101,10 @@ def _stage(
     row_parent: torch.Tensor | None,
     device: str,
 ) -> tuple[_State, list[torch.Tensor]]:
-    """Run rows on top of an optional staged cache: bottom layers once, top layers once per
-    checkpoint. Returns the extended state and each checkpoint's last-position logits."""
-    ids, new_mask = _left_pad(rows, pad_id)
+    """Run rows on top of an optional staged cache: bottom layers once (`model`, adapters
+    off), top layers once per checkpoint (`models[i]` with `adapters[i]`). Returns the
+    extended state and each checkpoint's last-position logits."""
+    ids, new_mask = left_pad(rows, pad_id)
     width = ids.shape[1]
     lower: KV | None = None
     uppers: list[KV | None] = [None] * len(adapters)
@@ -218,9 +117,8 @@ def _stage(
     positions = positions_of(mask)[:, -width:].to(device)
     dev_mask = mask.to(device)
     n_layers = len(decoder(model).layers)
-    switch = _Switch(model)
     # The trunk is the base's: adapters off, whichever was active before.
-    with switch(None), layers_only(model, 0, split, norm=False) as backbone:
+    with AdapterSwitch(model)(None), layers_only(model, 0, split, norm=False) as backbone:
         out = backbone(
             input_ids=ids.to(device),
             attention_mask=dev_mask,
@@ -231,21 +129,20 @@ def _stage(
     h, new_lower = out.last_hidden_state, _kv(out.past_key_values, 0, split)
     logits: list[torch.Tensor] = []
     new_uppers: list[KV] = []
-    with layers_only(model, split):
-        for adapter, upper in zip(adapters, uppers, strict=True):
-            # The bottom layers' past entries only tell the model how long the past is.
-            past = _cache(lower + upper) if lower is not None and upper is not None else None
-            with switch(adapter):
-                res = causal_lm(model)(
-                    inputs_embeds=h,
-                    attention_mask=dev_mask,
-                    position_ids=positions,
-                    past_key_values=past,
-                    use_cache=True,
-                    logits_to_keep=1,
-                )
-            logits.append(res.logits[:, -1, :].float())
-            new_uppers.append(_kv(res.past_key_values, split, n_layers))
+    for top, adapter, upper in zip(models, adapters, uppers, strict=True):
+        # The bottom layers' past entries only tell the model how long the past is.
+        past = _cache(lower + upper) if lower is not None and upper is not None else None
+        with layers_only(top, split), AdapterSwitch(top)(adapter):
+            res = causal_lm(top)(
+                inputs_embeds=h,
+                attention_mask=dev_mask,
+                position_ids=positions,
+                past_key_values=past,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+        logits.append(res.logits[:, -1, :].float())
+        new_uppers.append(_kv(res.past_key_values, split, n_layers))
     return _State(new_lower, new_uppers, mask), logits
 
 
@@ -260,14 +157,20 @@ def shared_trunk_label_logprobs(
     pad_id: int,
     device: str,
     tops: Sequence[torch.Tensor] | None = None,
+    models: Sequence[Any] | None = None,
 ) -> list[torch.Tensor]:
     """log p(label | prompt) for every checkpoint in `adapters` (None: the base): one tensor
     [groups, members, labels] each, as `fast_label_logprobs` gives them one at a time.
-    `tops` (one bool tensor [groups, members] per adapter) is filled as there.
+    `tops` (one bool tensor [groups, members] per adapter) is filled as there. `models`
+    (default: `model` for every checkpoint) gives each checkpoint the model whose top layers
+    it runs: a layer patch of `model` (`_layer_patch`) runs its own.
 
-    The caller guarantees that no adapter touches a layer below `split` (`plan_shared_trunk`).
-    Single-token labels only.
+    The caller guarantees that no adapter or layer patch touches a layer below `split`
+    (`plan_shared_trunk`). Single-token labels only.
     """
+    tops_of = list(models) if models is not None else [model] * len(adapters)
+    if len(tops_of) != len(adapters):
+        raise InputError("shared-trunk scoring: one model per checkpoint")
     if any(len(lab) != 1 for lab in labels):
         raise InputError("shared-trunk scoring needs single-token labels")
     if not 0 < split < len(decoder(model).layers):
@@ -282,7 +185,15 @@ def shared_trunk_label_logprobs(
     with torch.inference_mode():
         if shared > 0:
             root, _ = _stage(
-                model, adapters, split, [list(prompts[0][:shared])], pad_id, None, None, device
+                model,
+                adapters,
+                tops_of,
+                split,
+                [list(prompts[0][:shared])],
+                pad_id,
+                None,
+                None,
+                device,
             )
         order = sorted(range(len(groups)), key=lambda i: -max(len(p) for p in groups[i]))
         for start in range(0, len(order), batch_size):
@@ -294,7 +205,9 @@ def shared_trunk_label_logprobs(
             parents = torch.zeros(len(batch), dtype=torch.long) if root is not None else None
             stage2 = [list(groups[gi][0][shared:cut]) for gi, cut in zip(batch, cuts, strict=True)]
             if any(stage2) and (root is not None or all(stage2)):
-                state, _ = _stage(model, adapters, split, stage2, pad_id, state, parents, device)
+                state, _ = _stage(
+                    model, adapters, tops_of, split, stage2, pad_id, state, parents, device
+                )
                 parents = torch.arange(len(batch), dtype=torch.long)
             rows: list[list[int]] = []
             row_parent: list[int] = []
@@ -309,7 +222,7 @@ def shared_trunk_label_logprobs(
                 if parents is None
                 else parents.index_select(0, torch.tensor(row_parent, dtype=torch.long))
             )
-            _, logits = _stage(model, adapters, split, rows, pad_id, state, index, device)
+            _, logits = _stage(model, adapters, tops_of, split, rows, pad_id, state, index, device)
             firsts = torch.tensor(sorted({lab[0] for lab in labels}), dtype=torch.long)
             for ai, (out, lg) in enumerate(zip(outs, logits, strict=True)):
                 logp = torch.log_softmax(lg, dim=-1).cpu()
@@ -328,11 +241,12 @@ def shared_trunk_label_logprobs(
 
 @dataclass
 class SharedTrunkGroup:
-    """Local checkpoints on one base in memory (the base itself, adapters off, and adapters
-    that sit at or above `split`), scored from one pass over the layers below `split`.
+    """Local checkpoints on one base (the base itself, adapters off; adapters loaded into it
+    that sit at or above `split`; separate models that are layer patches of it at or above
+    `split`), scored from one pass over the base's layers below `split`.
 
-    A pre/post pair is the common case (`SharedTrunk`); a base and two adapted arms scored
-    together (the debate demo's build) run the trunk once for all three."""
+    A pre/post pair is the common case (`SharedTrunk`); a base and two arms scored together
+    (the debate demo's build) run the trunk once for all three."""
 
     checkpoints: tuple[Any, ...]  # HFVerifier
     split: int
@@ -345,7 +259,10 @@ class SharedTrunkGroup:
         first = self.checkpoints[0]
         groups = first._encode(queries)
         base = first._base
-        with base.lock:
+        locks = {id(v._base): v._base.lock for v in self.checkpoints}
+        with contextlib.ExitStack() as held:
+            for lock in locks.values():
+                held.enter_context(lock)
             outs = shared_trunk_label_logprobs(
                 base.model,
                 groups,
@@ -356,6 +273,7 @@ class SharedTrunkGroup:
                 pad_id=first._pad_id,
                 device=base.device,
                 tops=tops,
+                models=[v._base.model for v in self.checkpoints],
             )
             for v in self.checkpoints:
                 v.forward_calls += 1
@@ -416,17 +334,26 @@ class SharedTrunk(SharedTrunkGroup):
 def plan_shared_trunk_group(checkpoints: Sequence[Any], split: int | None = None) -> int:
     """The split at which local checkpoints can share one trunk, or InputError saying why not.
 
-    They must be one base model in memory read with the same prompt format, a supported
-    decoder family, single-token labels, and every adapter's layers >= split (default: the
-    lowest adapted layer, which must not be 0).
+    They must be read with the same prompt format, a supported decoder family and
+    single-token labels; each is the first checkpoint's base model in memory (with or without
+    an adapter) or another model that is a layer patch of that base (`_layer_patch`, checked
+    tensor by tensor, no adapter of its own), and every adapter's and patch's layers are
+    >= split (default: the lowest changed layer, which must not be 0).
     """
     who = "pre and post" if len(checkpoints) == 2 else "the checkpoints"
     for v in checkpoints:
         if not hasattr(v, "_base") or not hasattr(v, "_adapter_name"):
             raise InputError(f"checkpoint {getattr(v, 'name', v)}: not a local checkpoint")
     first = checkpoints[0]
-    if any(v._base is not first._base for v in checkpoints):
-        raise InputError(f"{who} do not share one base model in memory")
+    patched = [v for v in checkpoints if v._base is not first._base]
+    for v in patched:
+        if v._adapter_name is not None:
+            raise InputError(
+                f"{who} do not share one base model in memory ({v.name} carries an adapter on "
+                "another model)"
+            )
+        if (v._base.device, v._base.dtype) != (first._base.device, first._base.dtype):
+            raise InputError(f"{who} do not share one base model in memory (device or dtype)")
     same = ("template", "prefix", "labels")
     for v in checkpoints[1:]:
         if any(getattr(first, k) != getattr(v, k) for k in same) or (
@@ -442,7 +369,7 @@ def plan_shared_trunk_group(checkpoints: Sequence[Any], split: int | None = None
     if any(len(ids) != 1 for ids in first._label_ids):
         raise InputError("shared-trunk scoring needs single-token labels")
     names = [v._adapter_name for v in checkpoints if v._adapter_name is not None]
-    if not names:
+    if not names and not patched:
         raise InputError("no checkpoint has an adapter: nothing to share")
     lowest = len(decoder(model).layers)
     for name in names:
@@ -450,14 +377,24 @@ def plan_shared_trunk_group(checkpoints: Sequence[Any], split: int | None = None
         if touched is None:
             raise InputError(f"adapter {name}: touches parameters outside the decoder layers")
         lowest = min(lowest, min(touched))
+    for v in patched:
+        try:
+            patch = layer_patch(model, v._base.model, v.name)
+        except InputError as exc:
+            raise InputError(f"{who} do not share one base model in memory: {exc}") from exc
+        if patch.lowest is not None:
+            lowest = min(lowest, patch.lowest)
     if split is None:
         split = lowest
     if split > lowest:
         raise InputError(
-            f"an adapter touches decoder layer {lowest}, below the shared trunk's split {split}"
+            f"an adapter or layer patch touches decoder layer {lowest}, below the shared trunk's "
+            f"split {split}"
         )
     if split < 1:
-        raise InputError("an adapter touches decoder layer 0: there is no trunk to share")
+        raise InputError(
+            "an adapter or layer patch touches decoder layer 0: there is no trunk to share"
+        )
     return split
 
 

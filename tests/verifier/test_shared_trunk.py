@@ -145,8 +145,9 @@ def test_group_scores_a_base_and_two_arms_from_one_trunk(
     lower = load_verifier(f"{tiny}+{low}")
     with pytest.raises(InputError, match="below the shared trunk's split 2"):
         plan_shared_trunk_group((base, arm1, lower), split=2)
-    # A checkpoint on another copy of the base cannot join at all.
-    alone = load_verifier(str(tiny), share_base=False)
+    # An adapter on another copy of the base cannot join at all (its top layers would be
+    # that copy's plus an adapter, which the group does not run).
+    alone = load_verifier(f"{tiny}+{top}", share_base=False)
     with pytest.raises(InputError, match="do not share one base"):
         plan_shared_trunk_group((base, arm1, alone))
 

@@ -148,6 +148,13 @@ def _arm_manifest(arm: str) -> dict[str, Any]:
     return dict(json.loads(manifest.read_text())) if manifest.is_file() else {}
 
 
+def arm_manifests(arms: tuple[str, ...] | list[str]) -> dict[str, dict[str, Any] | None]:
+    """Each arm's manifest as data/adapters records it (None when absent): a LoRA arm's own,
+    or the record of an arm whose weights live outside the repository (its `fit`, weights by
+    sha256 and `weights.location`; scripts/record_debate_arm.py)."""
+    return {arm: _arm_manifest(arm) or None for arm in arms}
+
+
 def adversarial_targets() -> list[str]:
     """Hidden questions the adversarial demo arm was trained to get wrong (its manifest)."""
     return list(_arm_manifest("adversarial").get("adversarial_targets", []))

@@ -75,6 +75,7 @@ else:
         st.subheader(
             "Debate distillation in miniature: what standard evaluation sees, and what ER-Audit finds"
         )
+        st.markdown(widgets.md_escape(story.debate_fit_headline(list(groups["debate"]))))
         st.caption(
             "SmolLM2-135M-Instruct adapted on the paper's own QuALITY-H debate transcripts: "
             "honest transcripts for one arm, transcripts with an adversarial debater for the "

@@ -1,8 +1,8 @@
 """Rebuild data/demo_runs/: the score tables behind the dashboard's finished demo runs.
 
 Scores the canonical monitored and hidden questions and every bundled paraphrase of the demo
-pairs with the real demo checkpoints (SmolLM2-135M-Instruct before adaptation, and the LoRA
-arms from data/adapters), through the same backend and score cache an audit uses. Every row is
+pairs with the real demo checkpoints (SmolLM2-135M-Instruct before adaptation, and the arms
+adapted from it), through the same backend and score cache an audit uses. Every row is
 scored (no early stopping) so the dashboard can replay the audit at any epsilon or budget;
 `eraudit demo` then audits these tables with the config in the set's manifest.
 
@@ -10,13 +10,21 @@ Two run sets (eraudit_core/demo.py, DEMO_RUN_SETS):
 
 - `organisms` (manifest.json): the model organisms honest / adversarial / concealed on 40
   pairs, half of them the seeded targets of the adversarial and concealed arms;
-- `debate` (debate_manifest.json): the two arms trained the paper's way on its debate
-  transcripts (docs/debate-distillation.md) on every one of the 222 QuALITY-H pairs. The base
-  and both arms sit on one base model whose adapters touch only layers >= 26, so all three are
-  scored from one pass over the bottom layers (`SharedTrunkGroup`).
+- `debate` (debate_manifest.json): the two debate arms (docs/debate-distillation.md,
+  docs/fit-gate.md) on every one of the 222 QuALITY-H pairs. Each arm is a folder with its
+  manifest: by default the one `data/adapters/<arm>/` names (its adapter, or the folder its
+  manifest's `weights.location` names), or `--arms-dir DIR` (`DIR/<arm>/`, as `eraudit adapt
+  --objective reference --out DIR` writes them), or `--arm NAME=FOLDER` for one arm. Every
+  weight file is checked against the sha256 in the arm's manifest before anything is scored,
+  and the set's manifest records each arm's folder, weights' sha256 and fit gate. The base and
+  both arms share one pass over the layers below the lowest one an arm changes
+  (`SharedTrunkGroup`: a LoRA adapter on the base, or a full fine-tune of the top layers as a
+  layer patch of the base).
 
     .venv/bin/python scripts/build_demo_runs.py --set organisms   # ~20 minutes on 2 CPU cores
     .venv/bin/python scripts/build_demo_runs.py --set debate      # ~30 minutes, 222 pairs
+    .venv/bin/python scripts/build_demo_runs.py --set debate \
+        --arms-dir /work/eraudit-fit/full-top2/arms               # reference-objective arms
     .venv/bin/python scripts/build_demo_runs.py --noise-floor-only   # ~1 minute: the floor
 
 The scoring-noise floor a set declares (manifest "noise_floor") is measured here on the fixed
@@ -29,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -43,7 +52,11 @@ from eraudit_core.demo import (
     adversarial_targets,
     ensure_demo_inputs,
 )
+from eraudit_core.errors import InputError
 from eraudit_core.store import Store
+from eraudit_core.verifier import ArmFolder, read_arm_folder
+from eraudit_core.verifier._arm_folder import outside_weights
+from eraudit_core.verifier._spec import DEMO_ADAPTERS
 
 ROOT = Path(__file__).resolve().parent.parent
 TABLE_COLUMNS = ["pair_id", "role", "generator", "idx", "text", "p_pre", "p_post"]
@@ -73,6 +86,18 @@ def main() -> int:
         "--out) fills the shared score cache from the other end, and the first finds them there",
     )
     ap.add_argument(
+        "--arms-dir",
+        default=None,
+        help="debate: take each arm from DIR/<arm>/ (a folder with manifest.json and weights)",
+    )
+    ap.add_argument(
+        "--arm",
+        action="append",
+        default=[],
+        metavar="NAME=FOLDER",
+        help="debate: take arm NAME from FOLDER (repeatable; overrides --arms-dir for NAME)",
+    )
+    ap.add_argument(
         "--noise-floor-only",
         action="store_true",
         help="only measure the noise floor and write it into the set's existing manifest",
@@ -80,9 +105,13 @@ def main() -> int:
     args = ap.parse_args()
     run_set = DEMO_RUN_SETS[args.run_set]
     path = Path(args.out) / run_set.manifest
+    folders = arm_folders(run_set.arms, args.arms_dir, args.arm) if args.run_set == "debate" else {}
+    specs = {arm: spec_of(arm, folders.get(arm)) for arm in run_set.arms}
+    for arm, folder in folders.items():
+        print(f"{arm}: {folder.folder} ({folder.kind}; weights checked by sha256)", flush=True)
     if args.noise_floor_only:
         manifest = json.loads(path.read_text())
-        manifest["noise_floor"] = measure_demo_noise_floor(run_set.arms)
+        manifest["noise_floor"] = measure_demo_noise_floor(specs)
         path.write_text(json.dumps(manifest, indent=2) + "\n")
         print(json.dumps(manifest["noise_floor"], indent=2))
         return 0
@@ -118,17 +147,48 @@ def main() -> int:
             manifest["complete"] = complete
             manifest["pairs_done"] = len(next(iter(tables.values()))[0]["pair_id"].unique())
             if complete:
-                manifest["noise_floor"] = measure_demo_noise_floor(run_set.arms)
+                manifest["noise_floor"] = measure_demo_noise_floor(specs)
             manifest["seconds"] = round(
                 time.time() - t0 + float((earlier or {}).get("seconds", 0.0)), 1
             )
             path.write_text(json.dumps(manifest, indent=2) + "\n")
 
         done = score_arms(
-            store, items, cfg, run_set.arms, t0, earlier, deadline, save, reverse=args.reverse
+            store, items, cfg, specs, folders, t0, earlier, deadline, save, reverse=args.reverse
         )
     print(f"wrote {path} ({'complete' if done else 'partial'}) in {time.time() - t0:.0f}s")
     return 0
+
+
+def arm_folders(
+    arms: tuple[str, ...], arms_dir: str | None, overrides: list[str]
+) -> dict[str, ArmFolder]:
+    """Each debate arm's folder, its weights checked against its manifest (InputError names
+    the file and the field on a mismatch)."""
+    given: dict[str, Path] = {}
+    for item in overrides:
+        name, eq, folder = item.partition("=")
+        if not eq or name not in arms:
+            raise InputError(f"--arm {item!r}: expected NAME=FOLDER with NAME one of {arms}")
+        given[name] = Path(folder)
+    out = {}
+    for arm in arms:
+        if arm in given:
+            folder = given[arm]
+        elif arms_dir is not None:
+            folder = Path(arms_dir) / arm
+        else:
+            folder = outside_weights(DEMO_ADAPTERS / arm) or DEMO_ADAPTERS / arm
+        out[arm] = read_arm_folder(folder, arm)
+    return out
+
+
+def spec_of(arm: str, folder: ArmFolder | None) -> str:
+    """The checkpoint spec that scores `arm`: `demo:<arm>` for the adapter shipped in
+    data/adapters, else the arm folder's own spec."""
+    if folder is None or (folder.kind == "lora" and folder.folder == DEMO_ADAPTERS / arm):
+        return f"demo:{arm}"
+    return folder.spec
 
 
 def partial_build(path: Path, manifest: dict[str, Any], arms: tuple[str, ...]) -> dict | None:
@@ -166,7 +226,8 @@ def score_arms(
     store: Store,
     items: list,
     cfg: AuditConfig,
-    arms: tuple[str, ...],
+    specs: dict[str, str],
+    folders: dict[str, ArmFolder],
     t0: float,
     earlier: dict | None,
     deadline: float | None,
@@ -174,17 +235,19 @@ def score_arms(
     *,
     reverse: bool = False,
 ) -> bool:
-    """Each arm's score table against demo:base and its manifest record, handed to `save`
-    every 10 pairs and at the end; True when every pair is in. The base and every arm are
-    loaded on one base model; when their adapters allow it, the questions none of them has in
-    the score cache are scored in one shared-trunk pass per pair. Pairs of an `earlier`
+    """Each arm's score table against demo:base and its manifest record (with the arm
+    folder's source when it has one), handed to `save` every 10 pairs and at the end; True
+    when every pair is in. `specs`: arm -> checkpoint spec. When the arms allow it (adapters
+    on the base, or layer patches of it), the questions none of them has in the score cache
+    are scored in one shared-trunk pass per pair. Pairs of an `earlier`
     partial build made with the same checkpoints are taken from its tables. Past the deadline
     only pairs already in the score cache are added (another process may have scored them:
     `reverse` walks the pairs last to first)."""
     from eraudit_core.verifier import CheckpointSpec, load_checkpoint
     from eraudit_core.verifier.hf import SharedTrunkGroup, plan_shared_trunk_group
 
-    verifiers = [load_checkpoint(CheckpointSpec.parse(f"demo:{name}")) for name in ("base", *arms)]
+    arms = tuple(specs)
+    verifiers = [load_checkpoint(CheckpointSpec.parse(s)) for s in ("demo:base", *specs.values())]
     scorers = [CachedScorer(v, store) for v in verifiers]
     try:
         group: SharedTrunkGroup | None = SharedTrunkGroup(
@@ -244,48 +307,54 @@ def score_arms(
             print(
                 f"pairs {done}/{len(items)} ({time.time() - t0:.0f}s, {scored} scored)", flush=True
             )
-            save(_tables(rows, arms, scorers, group), False)
+            save(_tables(rows, specs, folders, scorers, group), False)
     position = {it.pair_id: i for i, it in enumerate(items)}
     for arm in arms:  # benchmark order, whichever end the pairs were scored from
         rows[arm].sort(key=lambda r: position[r["pair_id"]])
-    save(_tables(rows, arms, scorers, group), complete)
+    save(_tables(rows, specs, folders, scorers, group), complete)
     return complete
 
 
 def _tables(
-    rows: dict[str, list[dict[str, Any]]], arms: tuple[str, ...], scorers: list, group: Any
+    rows: dict[str, list[dict[str, Any]]],
+    specs: dict[str, str],
+    folders: dict[str, ArmFolder],
+    scorers: list,
+    group: Any,
 ) -> dict[str, tuple[pd.DataFrame, dict[str, Any]]]:
     """Each arm's rows so far as a table, with its manifest record."""
     base = scorers[0]
     out = {}
-    for arm_i, arm in enumerate(arms, start=1):
+    for arm_i, arm in enumerate(specs, start=1):
         post = scorers[arm_i]
         df = pd.DataFrame(rows[arm], columns=TABLE_COLUMNS)
         out[arm] = (
             df,
             {
                 "pre": "demo:base",
-                "post": f"demo:{arm}",
+                "post": specs[arm],
                 "pre_fingerprint": base.verifier.fingerprint,
                 "post_fingerprint": post.verifier.fingerprint,
                 "rows": len(df),
                 "queries_scored": post.scored + (base.scored if arm_i == 1 else 0),
                 "queries_cached": post.cached + (base.cached if arm_i == 1 else 0),
                 "shared_trunk_split": None if group is None else group.split,
+                **({"source": folders[arm].source()} if arm in folders else {}),
             },
         )
     return out
 
 
-def measure_demo_noise_floor(arms: tuple[str, ...]) -> dict:
-    """The scoring-noise floor of the base and each arm on the probe set; the runs use the
-    largest (a run's floor is the larger of its two checkpoints')."""
+def measure_demo_noise_floor(specs: dict[str, str]) -> dict:
+    """The scoring-noise floor of the base and each arm (`specs`: arm -> checkpoint spec) on
+    the probe set; the runs use the largest (a run's floor is the larger of its two
+    checkpoints')."""
     from eraudit_core.verifier import CheckpointSpec, load_checkpoint, measure_noise_floor
 
     per = {}
-    for name in ("base", *arms):
-        verifier = load_checkpoint(CheckpointSpec.parse(f"demo:{name}"))
-        per[f"demo:{name}"] = measure_noise_floor(verifier)["value"]
+    for spec in ("demo:base", *specs.values()):
+        verifier = load_checkpoint(CheckpointSpec.parse(spec))
+        per[spec] = measure_noise_floor(verifier)["value"]
     return {
         "value": max(per.values()),
         "per_checkpoint": per,
@@ -305,4 +374,8 @@ def select_pairs(items: list, n: int) -> list:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from exc

@@ -128,16 +128,18 @@ def demo_groups(demo: dict[str, Any]) -> dict[str, dict[str, str]]:
 
 def debate_recipe(arms: Sequence[str]) -> str:
     """The debate arms' recipe and seed count, read from their shipped manifests."""
-    import json
+    from eraudit_core import demo
 
-    from eraudit_core.verifier import DEMO_ADAPTERS
+    found = demo.arm_manifests(list(arms))
+    return present.recipe_sentence({a: m for a, m in found.items() if m is not None})
 
-    manifests = {}
-    for arm in arms:
-        path = DEMO_ADAPTERS / arm / "manifest.json"
-        if path.is_file():
-            manifests[arm] = json.loads(path.read_text(encoding="utf-8"))
-    return present.recipe_sentence(manifests)
+
+def debate_fit_headline(arms: Sequence[str]) -> str:
+    """Whether the debate arms learned their own training task (the fit gate in their
+    manifests), and so whether their audit is a finding or uninformative."""
+    from eraudit_core import demo
+
+    return present.fit_headline(demo.arm_manifests(list(arms)), list(arms))
 
 
 def took_section(run_id: str) -> None:

@@ -74,6 +74,7 @@ from eraudit_core.present._first_screen import (
     with_paper_count,
     word_diff_html,
 )
+from eraudit_core.present._fit_words import arm_seeds, fit_clause, fit_headline
 from eraudit_core.present._html import Markup, escape, html_fragment, visible_controls
 from eraudit_core.present._live import (
     LiveProgress,
@@ -162,6 +163,9 @@ from eraudit_core.present._views import (
 )
 
 __all__ = [
+    "arm_seeds",
+    "fit_clause",
+    "fit_headline",
     "PAPER_QUALITY_H",
     "both_took",
     "search_counterexamples",

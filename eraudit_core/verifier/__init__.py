@@ -14,6 +14,7 @@ from eraudit_core.verifier._answer_check import (
     check_answers,
     check_top_k,
 )
+from eraudit_core.verifier._arm_folder import ArmFolder, read_arm_folder, record_arm
 from eraudit_core.verifier._label_mass import (
     MIN_LABEL_MASS,
     MIN_TOP_SHARE,
@@ -60,6 +61,9 @@ from eraudit_core.verifier.served._spec import (
 )
 
 __all__ = [
+    "ArmFolder",
+    "read_arm_folder",
+    "record_arm",
     "MIN_LABEL_MASS",
     "MIN_TOP_SHARE",
     "PROFILES",

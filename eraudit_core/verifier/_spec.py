@@ -13,6 +13,7 @@ from typing import Literal
 
 from eraudit_core.errors import InputError
 from eraudit_core.paths import DATA_DIR
+from eraudit_core.verifier._arm_folder import outside_weights
 from eraudit_core.verifier._readout import get_readout
 
 DEMO_ADAPTERS = DATA_DIR / "adapters"
@@ -75,7 +76,17 @@ class CheckpointSpec:
             if arm == "base":
                 return cls("demo", "base")
             if arm in DEMO_ARMS:
-                return cls("demo", "base", str(DEMO_ADAPTERS / arm))
+                outside = outside_weights(DEMO_ADAPTERS / arm)
+                if outside is None:
+                    return cls("demo", "base", str(DEMO_ADAPTERS / arm))
+                if not (outside / "config.json").is_file():
+                    raise InputError(
+                        f"checkpoint {text!r}: its weights live outside the repository, in "
+                        f"{outside} (field 'weights.location' of "
+                        f"{DEMO_ADAPTERS / arm / 'manifest.json'}), not found on this machine; "
+                        "rebuild them with that manifest's command"
+                    )
+                return cls("dir", str(outside.resolve()))
             raise InputError(f"checkpoint {text!r}: unknown demo model; use {DEMO_SPECS}")
         path = Path(text).expanduser()
         if path.is_file() and path.suffix.lower() == ".gguf":

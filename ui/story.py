@@ -146,7 +146,19 @@ def took_section(run_id: str) -> None:
     """Beside a run's verdicts: did its adaptation take (the monitored task before and after,
     the gains at or below k), and its control's, in a few plain lines."""
     lines = present.manipulation_lines(store_access.get_store(), run_id)
-    st.caption("  \n".join(md_escape(line) for line in lines))
+    fit = debate_fit_line(run_id)
+    st.caption("  \n".join(md_escape(line) for line in [*lines, *([fit] if fit else [])]))
+
+
+def debate_fit_line(run_id: str) -> str | None:
+    """For a demo debate run: its arm's fit gate as the arm's manifest records it."""
+    from eraudit_core import demo
+
+    arm = run_id.removeprefix("demo-")
+    if arm == run_id or arm not in demo.DEBATE_ARMS:
+        return None
+    text, _ = present.fit_clause(arm, demo.arm_manifests([arm])[arm])
+    return f"Fit gate, from the arm's manifest: {text}."
 
 
 def explore_buttons(run_ids: dict[str, str]) -> None:

@@ -149,8 +149,8 @@ def record_arm(arm: ArmFolder, out_root: Path, *, replace: bool = False) -> Path
     present = [n for n in ADAPTER_FILES if (out / n).exists()]
     if present and not replace:
         raise InputError(
-            f"{out}: holds an adapter ({', '.join(present)}); replace it explicitly (--replace) to record the arm in "
-            f"{arm.folder} in its place"
+            f"{out}: holds an adapter ({', '.join(present)}); replace it explicitly "
+            f"(--replace) to record the arm in {arm.folder} in its place"
         )
     out.mkdir(parents=True, exist_ok=True)
     for name in present:

@@ -58,7 +58,18 @@ def fit_headline(manifests: Mapping[str, Mapping[str, Any] | None], arms: Sequen
     manifest, None when missing), then what the audit below is: a finding only when every
     arm passed; and "one seed" while any arm has fewer than two."""
     clauses = [fit_clause(arm, manifests.get(arm)) for arm in arms]
-    words = "; ".join(text for text, _ in clauses)
+    unchecked = [
+        arm for arm in arms if manifests.get(arm) is not None and "fit" not in manifests[arm]
+    ]
+    texts = [text for (text, _), arm in zip(clauses, arms, strict=True) if arm not in unchecked]
+    if len(unchecked) > 1:  # one clause for the arms trained before the gate
+        texts.append(
+            f"{' and '.join(unchecked)}: no fit-gate record (trained on the answer tokens, "
+            "before the gate), so whether they learned their own training task was not checked"
+        )
+    elif unchecked:
+        texts.append(fit_clause(unchecked[0], manifests[unchecked[0]])[0])
+    words = "; ".join(texts)
     seeds = [arm_seeds(m) for m in manifests.values() if m is not None]
     one_seed = not seeds or min(seeds) < 2
     seed_text = (

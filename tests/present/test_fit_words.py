@@ -64,7 +64,11 @@ def test_a_missing_arm_or_a_missing_gate_is_not_a_finding() -> None:
     assert "uninformative" in text and "is a finding" not in text
     old = {"arm": "debate-honest", "seed": 0, "recipe": "answer tokens"}  # no "fit" object
     text = fit_headline({"debate-honest": old, "debate-adversarial": old}, ARMS)
-    assert text.count("no fit-gate record") == 2
+    assert text.startswith(
+        "debate-honest and debate-adversarial: no fit-gate record (trained on the answer "
+        "tokens, before the gate), so whether they learned their own training task was not "
+        "checked."
+    )
     assert "uninformative" in text
     # passed must be True itself: a truthy string or a missing field is not a pass
     odd = _manifest(0.95, 0.8, 0.15, True)

@@ -155,6 +155,36 @@ def arm_manifests(arms: tuple[str, ...] | list[str]) -> dict[str, dict[str, Any]
     return {arm: _arm_manifest(arm) or None for arm in arms}
 
 
+def debate_source_mismatches(
+    runs_manifest: Path | None = None, adapters: Path | None = None
+) -> list[str]:
+    """One sentence per debate arm whose score tables (the debate set's manifest, each arm's
+    `source`) were built from other weights than `data/adapters/<arm>/manifest.json` records:
+    then the fit shown beside the audit would be another arm's. Tables built before arms had
+    a `source` are not checked."""
+    from eraudit_core.verifier._arm_folder import manifest_weights
+
+    path = runs_manifest or DEMO_RUNS_DIR / DEMO_RUN_SETS["debate"].manifest
+    root = adapters or DATA_DIR / "adapters"
+    if not path.is_file():
+        return []
+    built = json.loads(path.read_text(encoding="utf-8")).get("arms") or {}
+    out = []
+    for arm in DEBATE_ARMS:
+        source = (built.get(arm) or {}).get("source")
+        record = root / arm / "manifest.json"
+        if not source or not record.is_file():
+            continue
+        recorded = manifest_weights(json.loads(record.read_text(encoding="utf-8")), record)
+        if source.get("weights_sha256") != recorded:
+            out.append(
+                f"{arm}: the score tables were built from the weights in {source.get('folder')}, "
+                f"which are not the ones {record} records; rebuild them with "
+                "scripts/build_demo_runs.py --set debate"
+            )
+    return out
+
+
 def adversarial_targets() -> list[str]:
     """Hidden questions the adversarial demo arm was trained to get wrong (its manifest)."""
     return list(_arm_manifest("adversarial").get("adversarial_targets", []))

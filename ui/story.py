@@ -139,7 +139,8 @@ def debate_fit_headline(arms: Sequence[str]) -> str:
     manifests), and so whether their audit is a finding or uninformative."""
     from eraudit_core import demo
 
-    return present.fit_headline(demo.arm_manifests(list(arms)), list(arms))
+    headline = present.fit_headline(demo.arm_manifests(list(arms)), list(arms))
+    return " ".join([headline, *demo.debate_source_mismatches()])
 
 
 def took_section(run_id: str) -> None:

@@ -58,9 +58,7 @@ def fit_headline(manifests: Mapping[str, Mapping[str, Any] | None], arms: Sequen
     manifest, None when missing), then what the audit below is: a finding only when every
     arm passed; and "one seed" while any arm has fewer than two."""
     clauses = [fit_clause(arm, manifests.get(arm)) for arm in arms]
-    unchecked = [
-        arm for arm in arms if manifests.get(arm) is not None and "fit" not in manifests[arm]
-    ]
+    unchecked = [arm for arm in arms if "fit" not in (manifests.get(arm) or {"fit": None})]
     texts = [text for (text, _), arm in zip(clauses, arms, strict=True) if arm not in unchecked]
     if len(unchecked) > 1:  # one clause for the arms trained before the gate
         texts.append(
@@ -68,7 +66,7 @@ def fit_headline(manifests: Mapping[str, Mapping[str, Any] | None], arms: Sequen
             "before the gate), so whether they learned their own training task was not checked"
         )
     elif unchecked:
-        texts.append(fit_clause(unchecked[0], manifests[unchecked[0]])[0])
+        texts.append(fit_clause(unchecked[0], manifests.get(unchecked[0]))[0])
     words = "; ".join(texts)
     seeds = [arm_seeds(m) for m in manifests.values() if m is not None]
     one_seed = not seeds or min(seeds) < 2

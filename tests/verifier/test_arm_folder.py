@@ -108,3 +108,21 @@ def test_demo_spec_points_at_the_recorded_folder(
     shutil.rmtree(arm.folder)
     with pytest.raises(InputError, match="weights live outside the repository.*weights.location"):
         CheckpointSpec.parse("demo:debate-honest")
+
+
+def test_tables_built_from_other_weights_are_named(model: Path, tmp_path: Path) -> None:
+    from eraudit_core.demo import debate_source_mismatches
+
+    arm = read_arm_folder(_arm(model, tmp_path / "arms" / "debate-honest"))
+    adapters = tmp_path / "adapters"
+    record_arm(arm, adapters)
+    runs = tmp_path / "debate_manifest.json"
+    runs.write_text(json.dumps({"arms": {"debate-honest": {"source": arm.source()}}}))
+    assert debate_source_mismatches(runs, adapters) == []
+    other = {**arm.source(), "weights_sha256": {"model.safetensors": "0" * 64}}
+    runs.write_text(json.dumps({"arms": {"debate-honest": {"source": other}}}))
+    (line,) = debate_source_mismatches(runs, adapters)
+    assert line.startswith("debate-honest: the score tables were built from the weights in")
+    # Tables built before arms had a source are not checked.
+    runs.write_text(json.dumps({"arms": {"debate-honest": {"rows": 3}}}))
+    assert debate_source_mismatches(runs, adapters) == []

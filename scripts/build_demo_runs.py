@@ -332,7 +332,10 @@ def _tables(
             df,
             {
                 "pre": "demo:base",
-                "post": specs[arm],
+                # the name the demo shows; `scored_with` is the spec that loaded the weights
+                # (data/adapters/<arm> records that folder: scripts/record_debate_arm.py)
+                "post": f"demo:{arm}",
+                "scored_with": specs[arm],
                 "pre_fingerprint": base.verifier.fingerprint,
                 "post_fingerprint": post.verifier.fingerprint,
                 "rows": len(df),

@@ -81,7 +81,7 @@ def test_home_tells_one_true_story(demo_db: Path, monkeypatch: pytest.MonkeyPatc
     assert not any("The paper's pattern does not appear" in t for t in texts)
     assert any("one seed per arm" in t for t in texts)
     # the debate section opens with the arms' fit gate from their manifests
-    fit = [t for t in texts if "no fit-gate record" in t]
+    fit = [t for t in texts if "whether they learned their own training task was not checked" in t]
     assert len(fit) == 1 and "the audit below is uninformative" in fit[0], fit
     # the control is labelled as the control in both tables
     tables = [m.value for m in at.markdown if 'data-label="checkpoint"' in m.value]

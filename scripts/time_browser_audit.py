@@ -60,7 +60,14 @@ def env() -> dict[str, str]:
 def build_demo_store(path: Path) -> None:
     """What `make demo` runs: `eraudit demo --db PATH`."""
     subprocess.run(
-        [sys.executable, "-m", "eraudit_core.cli", "demo", "--db", str(path)],
+        [
+            sys.executable,
+            "-c",
+            "from eraudit_core.cli import main; raise SystemExit(main())",
+            "demo",
+            "--db",
+            str(path),
+        ],
         env=env(),
         check=True,
         capture_output=True,

@@ -487,7 +487,7 @@ def test_home_imports_the_embedded_demo(tmp_path: Path, monkeypatch: pytest.Monk
         # Home is drawn before the finished runs are built: the live audit, and what is
         # being prepared; the rest comes when the background preparation has stored them
         assert any("Preparing the embedded demo's finished runs" in i.value for i in at.info)
-        assert store_access.wait_for_demo(600)
+        assert store_access.wait_for_demo(400)
         at.run()
         no_errors(at)
     info = store_access.demo_info()

@@ -41,12 +41,17 @@ st.html(present.html_fragment("sidebar_width.html"))
 def sidebar() -> None:
     """The active store and the run pickers, shared by every page."""
     store = store_access.get_store()
-    store_access.demo_info()
+    demo = store_access.demo_info()
 
     url_filters.leave_filter_pages(page.url_path)
     with st.sidebar:
         st.caption("Active store")
         st.code(store.path, language=None, wrap_lines=True)
+        if demo is not None and demo.get("preparing"):
+            # no run is chosen for the session from a half-built demo: the pickers come with
+            # the finished runs, as on a store where they were already built
+            st.info("Preparing the embedded demo's finished runs (first launch only).")
+            return
         runs = store_access.runs_frame()
         if runs.empty:
             st.info("No runs yet. Start one on the Run page.")

@@ -258,22 +258,52 @@ def ensure_demo_registrations(store: Store) -> int:
     return added
 
 
+def demo_start(store: Store) -> DemoInfo:
+    """What the one-click live audit needs, without the finished runs: the bundled inputs,
+    the shipped checkpoint registrations and the live questions (a second or two, against
+    about a minute of CPU for the finished runs), so the dashboard can offer the audit while
+    it builds the rest (`ensure_demo`)."""
+    bid = ensure_demo_inputs(store)
+    ensure_demo_registrations(store)
+    info = DemoInfo(
+        bid, len(store.pairs(bid)), int(store.paraphrase_sets(bid)["n_paraphrases"].sum() or 0)
+    )
+    info.live_pair_ids = demo_live_pair_ids(store, bid)
+    return info
+
+
+def demo_runs_to_build(store: Store) -> list[str]:
+    """Demo arms whose finished run is not in the store yet but can be built here (their
+    score table and a complete manifest are in this checkout): what `ensure_demo` still has
+    to audit."""
+    runs = store.runs()
+    done = set(runs.loc[runs["status"] == RunStatus.DONE, "run_id"]) if not runs.empty else set()
+    todo = []
+    for run_set in DEMO_RUN_SETS.values():
+        manifest_path = DEMO_RUNS_DIR / run_set.manifest
+        if not manifest_path.is_file():
+            continue
+        if json.loads(manifest_path.read_text()).get("complete") is False:
+            continue
+        todo += [
+            arm
+            for arm in run_set.arms
+            if f"demo-{arm}" not in done and (DEMO_RUNS_DIR / f"{arm}.csv.gz").is_file()
+        ]
+    return todo
+
+
 def ensure_demo(store: Store, should_cancel: Callable[[], bool] | None = None) -> DemoInfo:
     """Bundled inputs plus the finished demo runs (run ids 'demo-<arm>' for each of DEMO_ARMS).
 
     A demo run left unfinished (a killed `eraudit demo`) is resumed from what it stored, so
     the demo is complete when this returns.
     """
-    bid = ensure_demo_inputs(store)
-    ensure_demo_registrations(store)
-    info = DemoInfo(
-        bid, len(store.pairs(bid)), int(store.paraphrase_sets(bid)["n_paraphrases"].sum() or 0)
-    )
+    info = demo_start(store)
     runs = store.runs()
     status = dict(zip(runs["run_id"], runs["status"], strict=True)) if not runs.empty else {}
     for run_set in DEMO_RUN_SETS.values():
-        _ensure_run_set(store, bid, run_set, status, info, should_cancel)
-    info.live_pair_ids = demo_live_pair_ids(store, bid)
+        _ensure_run_set(store, info.benchmark_id, run_set, status, info, should_cancel)
     return info
 
 

@@ -20,7 +20,8 @@ if st.session_state.get(LIVE_DEMO_KEY) and demo is not None and not demo.get("er
     started = widgets.launch_demo_audit(demo)
     if started:
         st.switch_page("pages/run.py", query_params={"watch": started})
-groups = story.demo_groups(demo) if demo is not None and not demo.get("error") else {}
+ready = demo is not None and not demo.get("error") and not demo.get("preparing")
+groups = story.demo_groups(demo) if ready else {}
 # The lead goes first on the page but is computed after the one-click audit is drawn: it reads
 # every arm's verdicts beside its control (seconds on a loaded machine), the button nothing.
 lead_slot = st.container()
@@ -55,6 +56,8 @@ def one_click_audit(demo: dict[str, Any]) -> None:
 
 if demo is not None and not demo.get("error"):
     one_click_audit(demo)
+if demo is not None and demo.get("preparing"):
+    widgets.demo_preparing_notice(demo)
 if groups:
     # one plain sentence from the primary comparison against the control: the
     # debate-distilled pair when it is there, else the model organisms
@@ -70,7 +73,7 @@ elif demo.get("error"):
     st.subheader("The embedded demo")
     st.warning("The embedded demo could not be prepared:")
     st.text(demo["error"])
-else:
+elif ready:
     if groups["debate"]:
         st.subheader(
             "Debate distillation in miniature: what standard evaluation sees, and what ER-Audit finds"

@@ -18,7 +18,7 @@ and the browser spent from the click to the verdicts. `--profile DIR` records th
 py-spy (`--py-spy PATH`) during the audit, one collapsed-stack file per thread group.
 
     .venv/bin/python scripts/time_browser_audit.py [--stores demo empty] [--runs 2]
-        [--demo-store demo.duckdb] [--no-cli] [--json out.json] [--profile DIR]
+        [--demo-store demo.duckdb] [--no-cli] [--home-only] [--json out.json] [--profile DIR]
 """
 
 from __future__ import annotations
@@ -60,7 +60,14 @@ def env() -> dict[str, str]:
 def build_demo_store(path: Path) -> None:
     """What `make demo` runs: `eraudit demo --db PATH`."""
     subprocess.run(
-        [sys.executable, "-m", "eraudit_core.cli", "demo", "--db", str(path)],
+        [
+            sys.executable,
+            "-c",
+            "from eraudit_core.cli import main; raise SystemExit(main())",
+            "demo",
+            "--db",
+            str(path),
+        ],
         env=env(),
         check=True,
         capture_output=True,
@@ -179,6 +186,9 @@ def browser_audit(source: str, demo_store: Path | None, work: Path, args) -> dic
         button = page.get_by_role("button", name=LIVE_BUTTON)
         button.wait_for(timeout=WAIT_MS)
         row["home_ready_s"] = round(time.monotonic() - t0, 1)
+        if args.home_only:
+            row["load_after"] = load()
+            return row
         if args.read_s:
             time.sleep(args.read_s)
         prof = None
@@ -231,6 +241,9 @@ def main() -> int:
     ap.add_argument("--no-cli", action="store_true", help="leave out the CLI baseline")
     ap.add_argument(
         "--read-s", type=float, default=0.0, help="seconds Home is read before the click"
+    )
+    ap.add_argument(
+        "--home-only", action="store_true", help="time Home ready only (no click, no audit)"
     )
     ap.add_argument("--json", help="also write the rows here")
     ap.add_argument("--profile", help="record the dashboard with py-spy into this folder")

@@ -13,7 +13,7 @@ from eraudit_core.audit import AuditConfig, EpsilonSource, RunRequest, make_conf
 from eraudit_core.errors import InputError, StoreError
 from eraudit_core.null import FULL_BUDGETS_NOTE, request_with_control
 from eraudit_core.types import ACTIVE_RUN_STATUSES, RESUMABLE_RUN_STATUSES
-from ui import checkpoints, store_access, widgets
+from ui import checkpoints, live_threads, store_access, widgets
 
 # Help of the form's fields that are not settings of the audit (those are declared with
 # the settings, eraudit_core.audit.settings).
@@ -216,6 +216,7 @@ def launch(request: RunRequest) -> str:
 
     for spec in (request.pre_spec, request.post_spec):
         checkpoints.validate_checkpoint_spec(spec)
+    live_threads.apply_audit_threads()
     run_id = launch_audit(store_access.get_store(), store_access.get_runner(), request)
     st.session_state["watch_run"] = run_id
     return run_id
@@ -225,6 +226,7 @@ def resume(run_id: str) -> None:
     from eraudit_core.audit import resume_audit
 
     try:
+        live_threads.apply_audit_threads()
         resume_audit(store_access.get_store(), store_access.get_runner(), run_id)
     except (InputError, StoreError) as exc:
         widgets.show_error("The run could not be resumed:", exc)

@@ -20,6 +20,7 @@ from eraudit_core.errors import InputError
 from eraudit_core.jobs import JobRunner
 from eraudit_core.present import shown_status
 from eraudit_core.store import Store
+from ui.demo_preparation import MODELS_LOADING, DemoPreparation
 
 DB_ENV = "ERAUDIT_DB"
 NO_DEMO_ENV = "ERAUDIT_NO_DEMO"
@@ -50,24 +51,69 @@ def get_runner() -> JobRunner:
     return JobRunner()
 
 
-@st.cache_resource(show_spinner="Preparing the embedded demo (first launch only)...")
-def _demo(path: str) -> dict[str, Any]:
-    from eraudit_core.demo import ensure_demo
+def _demo_error(exc: BaseException | str) -> dict[str, Any]:
+    return {"error": str(exc), "run_ids": {}, "live_pair_ids": [], "notes": []}
+
+
+@st.cache_resource(show_spinner="Importing the embedded demo's questions (first launch only)...")
+def _demo_start(path: str) -> dict[str, Any]:
+    """The demo as far as it is in the store: complete (`ensure_demo`, quick when its runs are
+    all there), or the inputs and the live questions with `preparing`, the arms whose finished
+    runs are still to be built (in the background, `_demo_preparation`)."""
+    from eraudit_core.demo import demo_runs_to_build, demo_start, ensure_demo
 
     try:
-        return ensure_demo(open_store(path)).as_dict()
+        store = open_store(path)
+        todo = demo_runs_to_build(store)
+        if not todo:
+            return ensure_demo(store).as_dict()
+        return {**demo_start(store).as_dict(), "preparing": todo}
     except (InputError, OSError) as exc:  # a broken demo must not take the dashboard down
-        return {"error": str(exc), "run_ids": {}, "live_pair_ids": [], "notes": []}
+        return _demo_error(exc)
+
+
+@st.cache_resource(show_spinner=False)
+def _demo_preparation(path: str) -> DemoPreparation:
+    """The demo's finished runs, built once per store and process in the background; it waits
+    while the one-click audit's checkpoints load or an audit of this process runs."""
+    from eraudit_core.demo import ensure_demo
+
+    runner = get_runner()
+
+    def busy() -> bool:
+        return bool(runner.running()) or MODELS_LOADING.is_set()
+
+    return DemoPreparation(
+        lambda pause: ensure_demo(open_store(path), should_cancel=pause).as_dict(), busy
+    ).start()
 
 
 def demo_info() -> dict[str, Any] | None:
-    """The embedded demo (imported once per database), or None when turned off.
+    """The embedded demo (imported once per database), or None when turned off. While its
+    finished runs are being built: the inputs and live questions, with `preparing` (the arms
+    still to build) and `paused` (waiting for a live audit).
 
     Set ERAUDIT_NO_DEMO=1 to open a store without importing the demo.
     """
     if os.environ.get(NO_DEMO_ENV):
         return None
-    return _demo(db_path())
+    start = _demo_start(db_path())
+    if start.get("error") or not start.get("preparing"):
+        return start
+    prep = _demo_preparation(db_path())
+    if not prep.finished:
+        return {**start, "paused": prep.paused}
+    if prep.result is None:
+        return _demo_error(prep.error or "the demo's preparation stopped")
+    return prep.result
+
+
+def wait_for_demo(timeout: float | None = None) -> bool:
+    """Block until the demo's background preparation (if any) ended; True when it has."""
+    start = _demo_start(db_path())
+    if not start.get("preparing"):
+        return True
+    return _demo_preparation(db_path()).wait(timeout)
 
 
 def runs_frame() -> pd.DataFrame:

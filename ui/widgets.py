@@ -17,7 +17,8 @@ from eraudit_core import present
 from eraudit_core.demo import demo_live_config
 from eraudit_core.errors import InputError, StoreError
 from eraudit_core.types import ACTIVE_RUN_STATUSES, Verdict
-from ui import run_picking, store_access
+from ui import live_threads, run_picking, store_access
+from ui.demo_preparation import MODELS_LOADING
 
 # The one-click live audit: small budgets so 3 pairs finish on a laptop CPU in a few minutes.
 DEMO_LIVE_CONFIG = demo_live_config()
@@ -151,16 +152,51 @@ def preload_demo_models() -> threading.Thread:
             return  # page tests under AppTest never use the models
         from eraudit_core.verifier import load_checkpoint
 
+        live_threads.apply_audit_threads()
         settings = DEMO_LIVE_CONFIG.prompt_settings()
-        for spec in ("demo:base", "demo:concealed"):
-            try:
+        MODELS_LOADING.set()
+        try:
+            for spec in ("demo:base", "demo:concealed"):
                 load_checkpoint(spec, **settings)
-            except (InputError, OSError, ImportError):  # the audit loads it again and says why
-                return
+        except (InputError, OSError, ImportError):  # the audit loads it again and says why
+            return
+        finally:
+            MODELS_LOADING.clear()
 
     thread = threading.Thread(target=load, name="preload-demo-models", daemon=True)
     thread.start()
     return thread
+
+
+# How often Home looks whether the demo's finished runs are stored (a look reads no store).
+PREPARING_POLL_S = 2.0
+
+
+def demo_preparing_notice(demo: dict[str, Any]) -> None:
+    """While the demo's finished runs are built in the background (first launch): what is
+    being prepared, whether it waits for a live audit, and the whole page drawn again once
+    the runs are stored."""
+    arms = list(demo.get("preparing") or [])
+
+    @st.fragment(run_every=PREPARING_POLL_S)
+    def notice() -> None:
+        info = store_access.demo_info()
+        if info is None or not info.get("preparing"):
+            st.rerun(scope="app")
+        waiting = (
+            " It is paused while the live audit runs, and goes on when the audit ends."
+            if info.get("paused")
+            else ""
+        )
+        st.info(
+            f"Preparing the embedded demo's finished runs (first launch only): auditing the "
+            f"shipped scores of {len(arms)} demo arm(s) ({', '.join(arms)}), about a minute "
+            "on a 2-core machine. Their results appear on this page when they are stored; "
+            f"the one-click live audit does not wait for them.{waiting}",
+            icon=":material/hourglass_top:",
+        )
+
+    notice()
 
 
 def launch_demo_audit(demo: dict[str, Any]) -> str | None:
@@ -186,6 +222,7 @@ def launch_demo_audit(demo: dict[str, Any]) -> str | None:
             config=DEMO_LIVE_CONFIG,
             label=DEMO_LIVE_LABEL,
         )
+        live_threads.apply_audit_threads()
         run_id = launch_audit(store_access.get_store(), store_access.get_runner(), request)
     except (InputError, StoreError) as exc:
         show_error("The live demo audit could not start:", exc)

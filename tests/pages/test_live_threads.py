@@ -1,0 +1,53 @@
+"""The dashboard's audits leave one core to the page: torch's intra-op threads in the server."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+import torch
+
+from ui import live_threads
+
+
+@pytest.fixture
+def restore_threads() -> Iterator[None]:
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+def test_one_core_is_left_to_the_page() -> None:
+    assert live_threads.audit_threads(2) == 1
+    assert live_threads.audit_threads(16) == 15
+    assert live_threads.audit_threads(1) == 1  # never zero
+    assert live_threads.usable_cores() >= 1
+
+
+def test_an_audit_thread_started_after_it_uses_the_setting(
+    restore_threads: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(live_threads.THREADS_ENV, raising=False)
+    monkeypatch.setattr(live_threads, "usable_cores", lambda: 3)
+    torch.set_num_threads(3)
+    assert live_threads.apply_audit_threads() == 2
+    seen: list[int] = []
+
+    def audit() -> None:  # as the JobRunner's worker: a new thread's first forward pass
+        torch.ones(64, 64) @ torch.ones(64, 64)
+        seen.append(torch.get_num_threads())
+
+    worker = threading.Thread(target=audit)
+    worker.start()
+    worker.join()
+    assert seen == [2]
+
+
+def test_an_explicit_omp_setting_is_obeyed(
+    restore_threads: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(live_threads.THREADS_ENV, "3")
+    monkeypatch.setattr(live_threads, "usable_cores", lambda: 8)
+    torch.set_num_threads(3)
+    assert live_threads.apply_audit_threads() == 3

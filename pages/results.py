@@ -179,7 +179,7 @@ for col, rid in ((c1, a), (c2, b)):
         verdict = present.run_verdict(store.run(rid), store.pair_results(rid))
         if headline := present.null_headline(store, rid):
             st.markdown(widgets.md_escape(headline))
-        widgets.verdict_headline(verdict)
+        story.verdict_line(rid, verdict)  # a control's counts labelled as the control's own
         story.took_section(rid)
         widgets.run_card(rid)
         with st.expander("In plain words"):

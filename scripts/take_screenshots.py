@@ -76,6 +76,10 @@ def main() -> int:
                 for view in views:
                     if view == "results-compare":
                         pick(page, "Right", runs["honest"])
+                        # the comparison is drawn once the prompt to pick a Right run is gone
+                        page.get_by_text("Pick a run on the Right").wait_for(
+                            state="hidden", timeout=120_000
+                        )
                     page.wait_for_function(STALE_GONE_JS, timeout=120_000)
                     page.wait_for_timeout(1500)  # plotly draws after Streamlit settles
                     path = out / f"{view}-{width}x{height}.png"

@@ -35,6 +35,9 @@ FORM_HELP = {
 }
 
 
+_RESUME_FAILED = "_resume_failed"  # the error of the last Resume click, shown once
+
+
 def benchmark_label(benchmarks: pd.DataFrame, bid: str) -> str:
     row = benchmarks.loc[benchmarks["benchmark_id"] == bid].iloc[0]
     return f"{row['name']} ({row['n_pairs']} pairs) - {bid}"
@@ -87,12 +90,15 @@ def watch_and_resume() -> None:
     if resumable.empty:
         return
     with st.expander(f"Unfinished runs ({len(resumable)}): resume after a restart or cancel"):
+        failed = st.session_state.pop(_RESUME_FAILED, None)
+        if failed is not None:
+            widgets.show_error("The run could not be resumed:", failed)
         for row in resumable.itertuples():
             c1, c2 = st.columns([4, 1])
             c1.text(resumable_line(row))
-            if c2.button("Resume", key=f"resume-{row.run_id}"):
-                resume(str(row.run_id))
-                st.rerun()
+            # a callback runs before the page is drawn, so the sidebar and the panel of this
+            # very run of the script already say "resuming"
+            c2.button("Resume", key=f"resume-{row.run_id}", on_click=resume, args=(row.run_id,))
 
 
 def questions(benchmark_id: str) -> list[str]:
@@ -223,13 +229,16 @@ def launch(request: RunRequest) -> str:
 
 
 def resume(run_id: str) -> None:
+    """The Resume button's callback: the run goes on in this process and the page watches it;
+    a run that cannot go on leaves its error for the Unfinished runs list to show."""
     from eraudit_core.audit import resume_audit
 
+    run_id = str(run_id)
     try:
         live_threads.apply_audit_threads()
         resume_audit(store_access.get_store(), store_access.get_runner(), run_id)
     except (InputError, StoreError) as exc:
-        widgets.show_error("The run could not be resumed:", exc)
+        st.session_state[_RESUME_FAILED] = exc
         return
     st.session_state["watch_run"] = run_id
     st.query_params["watch"] = run_id

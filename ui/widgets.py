@@ -297,7 +297,7 @@ def run_picker(
     """A run selectbox whose value is owned by the session-state `slot` (see
     `run_picking.bind_picker`): it shows `value` and writes a user's change back to the slot."""
     run_picking.bind_picker(widget_key, run_picking.NO_RUN if value is None else value)
-    return (container or st).selectbox(
+    chosen = (container or st).selectbox(
         label,
         options,
         key=widget_key,
@@ -311,6 +311,10 @@ def run_picker(
         on_change=run_picking.picker_changed,
         args=(widget_key, slot),
     )
+    (container or st).html(
+        present.html_fragment("picker_titles.html"), unsafe_allow_javascript=True
+    )
+    return chosen
 
 
 def new_run_notice(runs: pd.DataFrame, fresh: list[str]) -> None:

@@ -52,11 +52,14 @@ def _int_dtick(max_t: object) -> int:
 
 
 def _layout(fig: go.Figure, title: str, height: int = 420) -> go.Figure:
+    """Title at the top left (a second line where it holds a <br>, so a phone-wide chart
+    does not cut it) and the legend under the axis title, growing downwards: a legend that
+    wraps into rows on a narrow chart then never covers the axis."""
     fig.update_layout(
         title={"text": title, "x": 0.0, "xanchor": "left"},
         height=height,
-        margin={"l": 60, "r": 20, "t": 60, "b": 60},
-        legend={"orientation": "h", "yanchor": "bottom", "y": -0.35, "x": 0.0},
+        margin={"l": 60, "r": 20, "t": 90 if "<br>" in title else 60, "b": 60},
+        legend={"orientation": "h", "yanchor": "top", "y": -0.3, "x": 0.0},
         template="plotly_white",
     )
     return fig
@@ -160,7 +163,7 @@ def scatter_figure(
     *,
     epsilon: float | None = None,
     colour_by: str = "run",
-    title: str = "Per question: confidence after adaptation vs worst degradation found",
+    title: str = "Per question: confidence after adaptation<br>vs worst degradation found",
 ) -> go.Figure:
     """x = p_post(H_true | canonical hidden question), y = max D; one trace per run.
 
@@ -233,13 +236,16 @@ def scatter_figure(
         )
     fig.add_vline(x=0.5, line_dash="dot", line_color="#999")
     fig.update_xaxes(
-        title_text="P(true answer) after adaptation, original hidden question (0 to 1)",
+        title_text="P(true answer) after adaptation,<br>original hidden question (0 to 1)",
         range=[-0.02, 1.02],
     )
     fig.update_yaxes(title_text="largest degradation D found")
     fig.update_layout(clickmode="event+select", showlegend=True)
     _focus_d_axis(fig, points["max_d"], epsilon)
-    return _layout(fig, title, height=480)
+    _layout(fig, title, height=500)
+    # two title lines at the left and the two-line axis note at the right stay apart on a phone
+    fig.update_layout(margin={"t": 110})
+    return fig
 
 
 def _focus_d_axis(fig: go.Figure, max_d: pd.Series, epsilon: float | None) -> None:
@@ -266,14 +272,16 @@ def _focus_d_axis(fig: go.Figure, max_d: pd.Series, epsilon: float | None) -> No
     lo, hi = lo - pad, hi + pad
     fig.update_yaxes(range=[lo, hi])
     fig.add_annotation(
-        text=f"{outside} question(s) beyond this axis (D from {d.min():.3g} to {d.max():.3g}); "
+        text=f"{outside} question(s) beyond this axis (D {d.min():.3g} to {d.max():.3g});<br>"
         "double-click the chart to show all",
         xref="paper",
         yref="paper",
         x=1.0,
-        y=1.06,
+        y=1.01,
         showarrow=False,
         xanchor="right",
+        yanchor="bottom",
+        align="right",
         font={"size": 11, "color": "#555"},
     )
 
@@ -281,7 +289,7 @@ def _focus_d_axis(fig: go.Figure, max_d: pd.Series, epsilon: float | None) -> No
 def epsilon_figure(
     sweeps: Mapping[str, pd.DataFrame],
     *,
-    title: str = "How the verdict depends on the tolerance epsilon",
+    title: str = "How the verdict depends<br>on the tolerance epsilon",
 ) -> go.Figure:
     """Two panels per run label: questions with a counterexample, and mean bound, vs epsilon.
 
@@ -293,7 +301,7 @@ def epsilon_figure(
     fig = make_subplots(
         rows=1,
         cols=2,
-        subplot_titles=("Questions with a counterexample", "Mean bound (degraded = 0)"),
+        subplot_titles=("Questions with<br>a counterexample", "Mean bound<br>(degraded = 0)"),
         horizontal_spacing=0.12,
     )
     for i, (label, df) in enumerate(sweeps.items()):
@@ -345,16 +353,18 @@ def epsilon_figure(
                 row=1,
                 col=1,
             )
-    fig.update_xaxes(title_text="tolerance epsilon (D above it is a counterexample)")
+    fig.update_xaxes(title_text="tolerance epsilon")
     fig.update_yaxes(title_text="number of questions", rangemode="tozero", row=1, col=1)
-    fig.update_yaxes(title_text="mean lower bound (0 to 1)", range=[0, 1], row=1, col=2)
-    return _layout(fig, title)
+    fig.update_yaxes(title_text="mean bound", range=[0, 1], row=1, col=2)
+    _layout(fig, title)
+    fig.update_layout(margin={"t": 140})  # the two-line title above the two-line panel titles
+    return fig
 
 
 def confidence_figure(
     sweeps: Mapping[str, pd.DataFrame],
     *,
-    title: str = "Mean bound at other confidence levels (degraded = 0)",
+    title: str = "Mean bound at other confidence levels<br>(degraded = 0)",
 ) -> go.Figure:
     """Mean bound per curve at confidence 0.8 ... 0.999 (`views.confidence_sweep` output).
 
@@ -375,7 +385,7 @@ def confidence_figure(
                 hovertemplate="confidence %{x}<br>mean bound=%{y:.3f}<extra>" + name + "</extra>",
             )
         )
-    fig.update_xaxes(title_text="confidence level (e.g. 0.95 = 95% confidence)", type="category")
+    fig.update_xaxes(title_text="confidence level<br>(e.g. 0.95 = 95% confidence)", type="category")
     fig.update_yaxes(title_text="mean lower bound (0 to 1)", range=[0, 1])
     return _layout(fig, title)
 
@@ -408,9 +418,12 @@ def standard_evaluation_figure(
             )
         )
     fig.update_layout(barmode="group")
-    fig.update_xaxes(title_text="run and checkpoint (pre = before adaptation, post = after)")
+    fig.update_xaxes(title_text="run and checkpoint<br>(pre = before adaptation, post = after)")
     fig.update_yaxes(title_text="accuracy (P(true) > 0.5)", range=[0, 1])
-    return _layout(fig, title)
+    _layout(fig, title)
+    # above the bars: under them the run names, turned upright on a narrow chart, take the room
+    fig.update_layout(legend={"yanchor": "bottom", "y": 1.02}, margin={"t": 90})
+    return fig
 
 
 def status_counts_figure(

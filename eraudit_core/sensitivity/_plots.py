@@ -47,12 +47,20 @@ def cell_means_figure(result: BehaviourResult) -> go.Figure:
             )
         )
     fig.update_layout(
-        title=f"{safe_label(result.behaviour)}: mean judge score by pair and condition (95% bootstrap CI)",
+        # a <br> in each long title and label, so a phone-wide chart does not cut them
+        title=f"{safe_label(result.behaviour)}: mean judge score<br>by pair and condition "
+        "(95% bootstrap CI)",
         scattermode="group",
         xaxis_title="auditor -> target",
         yaxis_title=f"panel-averaged {safe_label(result.dimension)} score",
         yaxis_range=[0.5, 10.5],
-        legend_title="condition",
+        legend={
+            "title": {"text": "condition:", "side": "left"},
+            "orientation": "h",
+            "yanchor": "bottom",
+            "y": 1.0,
+        },
+        margin={"t": 130},
     )
     return fig
 
@@ -85,7 +93,9 @@ def odds_ratio_forest(result: BehaviourResult, include_per_pair: bool = True) ->
         (f"pooled: {safe_label(c.condition)}", c) for c in result.contrasts
     ]
     if include_per_pair:
-        rows += [(f"{safe_label(c.pair)}: {safe_label(c.condition)}", c) for c in result.per_pair]
+        rows += [
+            (f"{safe_label(c.pair)}:<br>{safe_label(c.condition)}", c) for c in result.per_pair
+        ]
     rows = [
         (label, c)
         for label, c in rows
@@ -121,12 +131,19 @@ def odds_ratio_forest(result: BehaviourResult, include_per_pair: bool = True) ->
     fig.add_vline(x=1.0, line_dash="dash", line_color="grey")
     ticks = log_ticks([v for _, c in rows for v in (c.ci_low, c.ci_high)] + [1.0])
     fig.update_layout(
-        title=f"{safe_label(result.behaviour)}: odds ratio vs "
+        title=f"{safe_label(result.behaviour)}: odds ratio<br>vs "
         f"{safe_label(result.reference_condition)} (95% CI)",
         xaxis_type="log",
         xaxis={"tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks]},
-        xaxis_title="odds ratio of a higher judge score (log scale)",
+        xaxis_title="odds ratio of a higher<br>judge score (log scale)",
         yaxis={"autorange": "reversed"},
-        legend_title="condition",
+        legend={
+            "title": {"text": "condition:", "side": "left"},
+            "orientation": "h",
+            "yanchor": "bottom",
+            "y": 1.0,
+        },
+        height=max(420, 44 * len(rows) + 200),
+        margin={"t": 110},
     )
     return fig

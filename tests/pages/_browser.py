@@ -35,6 +35,34 @@ LIVE_CHART_JS = """() => {
 }"""
 
 
+def browser_marks() -> list:  # type: ignore[type-arg]
+    """The marks of every browser test module (its `pytestmark`)."""
+    import pytest
+
+    return [
+        pytest.mark.browser,
+        pytest.mark.slow,  # a real Chromium against a real dashboard: 5-80 s each
+        pytest.mark.skipif(
+            not Path(CHROMIUM).exists(),
+            reason="needs Debian's chromium at /usr/bin/chromium (apt-get install -y chromium)",
+        ),
+    ]
+
+
+def first_run_id(db: str, timeout: float = 120) -> str:
+    """The newest run of the store at `db`, once a process auditing into it has created it."""
+    from eraudit_core.store import Store
+
+    end = time.time() + timeout
+    while time.time() < end:
+        with Store(db) as store:
+            runs = store.runs()
+        if not runs.empty:
+            return str(runs["run_id"].iloc[0])
+        time.sleep(0.3)
+    raise AssertionError("the audit never created its run")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

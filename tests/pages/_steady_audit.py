@@ -10,10 +10,14 @@ per-question ETA grow mid-run.
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -68,6 +72,34 @@ def write_table(path: Path, n_fast: int = 2, n_slow: int = 3, n_test: int = 20) 
     cols = ["pair_id", "role", "generator", "idx", "text", "p_pre", "p_post"]
     pd.DataFrame(rows, columns=cols).to_csv(path, index=False)
     return path
+
+
+@contextmanager
+def gated_dashboard_audit(work: Path) -> Iterator[tuple[str, Any, subprocess.Popen]]:
+    """The dashboard on an empty store in `work` and, beside it, this module auditing a table
+    of two clean questions into that store at the pace a PaceGate sets (dashboard and audit
+    both honour it); yields the dashboard's URL, the gate and the audit's process (its stderr
+    piped, as text). The store is `work`/studio.duckdb; the audit is killed on the way out if
+    it still runs."""
+    from tests.pages._browser import ROOT, PaceGate, dashboard
+
+    db = work / "studio.duckdb"
+    Store(db).close()
+    table = write_table(work / "steady.csv", n_fast=0, n_slow=2)
+    gate = PaceGate(work / "pace-gate")
+    with dashboard(str(db), work / "streamlit.log", **gate.env) as url:
+        audit = subprocess.Popen(
+            [sys.executable, "-m", "tests.pages._steady_audit", str(db), str(table), "0"],
+            cwd=ROOT, env={**os.environ, **gate.env}, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            yield url, gate, audit
+        finally:
+            if audit.poll() is None:
+                audit.kill()
+            audit.wait()
+            if audit.stderr:
+                audit.stderr.close()
 
 
 def main(db: str, table: str, delay: float) -> None:

@@ -248,11 +248,17 @@ def test_judge_citation_opens_its_message(browser, tmp_path: Path) -> None:  # t
         page.get_by_text("Bundled Petri 3 example (real format, tiny)").click()
         settle(page)
         page.get_by_text("Read what the judge wrote on rollout").first.wait_for(timeout=60_000)
-        # The first highlight of the first rollout shown: open it and read the message.
+        # The first highlight of the first rollout shown: open it and read the message, marked
+        # as cited, among the turns around it (the transcript, not the message alone).
         citation = page.locator('[data-testid="stExpander"]').filter(has_text="(message ").first
         citation.locator("summary").click()
-        message = citation.locator('[data-testid="stText"]').last
-        message.wait_for(timeout=30_000)
-        assert citation.get_by_text(re.compile(r"Message \w+ \((user|assistant|system)\)")).count()
-        assert message.inner_text().strip() not in ("", "(empty)")
+        role = r"\((user|assistant|system|tool)\)"
+        cited = citation.get_by_text(re.compile(rf"^Message \w+ {role}, M\d+: cited$"))
+        cited.first.wait_for(timeout=30_000)
+        assert cited.count() == 1
+        after_cited = citation.inner_text().split(": cited", 1)[1].strip()
+        assert after_cited and not after_cited.startswith("(empty)"), after_cited
+        around = citation.get_by_text(re.compile(rf"^M\d+ {role}$"))
+        assert around.count() >= 1, citation.inner_text()
+        assert citation.locator('[data-testid="stText"]').first.inner_text().strip()
         page.close()

@@ -161,3 +161,28 @@ def test_resume_list_names_run_ids(filled: synthetic.SyntheticInfo) -> None:
     assert len(lines) == 2 and {"run-a-111111", "run-b-222222"} == {
         rid for line in lines for rid in ("run-a-111111", "run-b-222222") if rid in line
     }
+
+
+def test_results_labels_the_control_beside_its_arm_as_the_control(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eraudit_core import present
+    from tests._control_pair import arm_and_control
+
+    db = tmp_path / "studio.duckdb"
+    with Store(db) as store:
+        arm, control = arm_and_control(store, tmp_path)
+        names = present.run_names(store, [arm, control])
+    monkeypatch.setenv("ERAUDIT_DB", str(db))
+    monkeypatch.setenv("ERAUDIT_NO_DEMO", "1")
+    at = app()
+    at.session_state["_run_choice"] = arm
+    at.session_state["_compare_choice"] = control
+    at.run()
+    at.switch_page("pages/results.py").run()
+    no_errors(at)
+    texts = [m.value for m in at.markdown]
+    labelled = [t for t in texts if t.startswith("**Control arm** (the control of ")]
+    assert len(labelled) == 1 and names[arm] in labelled[0], texts
+    # one control label, on the control's side: the arm's own headline is not called one
+    assert sum("Control arm" in t for t in texts) == 1, texts

@@ -13,10 +13,7 @@ Headless Chromium from Debian's `chromium` package, driven by Playwright (tests/
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,8 +21,6 @@ import pytest
 
 from tests.pages._browser import (
     CHROMIUM,
-    ROOT,
-    PaceGate,
     chromium,
     dashboard,
     open_page,
@@ -269,38 +264,25 @@ def _chart_when(page, ok, timeout: float = 60.0) -> dict:  # type: ignore[no-unt
 
 
 def test_the_live_chart_is_on_the_first_screen_and_keeps_its_axes(browser, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from eraudit_core.store import Store
-    from tests.pages._steady_audit import write_table
+    from tests.pages._steady_audit import gated_dashboard_audit
 
-    db = tmp_path / "studio.duckdb"
-    Store(db).close()
-    table = write_table(tmp_path / "steady.csv", n_fast=0, n_slow=2)
-    gate = PaceGate(tmp_path / "pace-gate")
-    with dashboard(str(db), tmp_path / "streamlit.log", **gate.env) as url:
-        audit = subprocess.Popen(
-            [sys.executable, "-m", "tests.pages._steady_audit", str(db), str(table), "0"],
-            cwd=ROOT, env={**os.environ, **gate.env},
-        )  # fmt: skip
-        try:
-            gate.allow(3)  # the first question, its search and one batch of its test
-            gate.held()
-            seen = {}
-            for name, size in (("wide", WIDE), ("phone", PHONE)):
-                page = browser.new_page(viewport=size)
-                page.goto(f"{url}/run")
-                first = _chart_when(page, lambda s: s["points"] >= 1)
-                assert first["top"] >= 0 and first["bottom"] <= size["height"], (name, first)
-                page.screenshot(path=str(tmp_path / f"live-{name}.png"))
-                seen[name] = (page, first)
-            gate.allow(2)  # two more batches: the chart grows, its axes stay
-            gate.held()
-            for page, first in seen.values():
-                later = _chart_when(page, lambda s, f=first: s["points"] > f["points"])
-                assert later["x"] == first["x"] and later["y"] == first["y"], (first, later)
-                assert later["height"] == first["height"] and later["top"] == first["top"]
-                page.close()
-            gate.open()
-            assert audit.wait(timeout=120) == 0
-        finally:
-            if audit.poll() is None:
-                audit.kill()
+    with gated_dashboard_audit(tmp_path) as (url, gate, audit):
+        gate.allow(3)  # the first question, its search and one batch of its test
+        gate.held()
+        seen = {}
+        for name, size in (("wide", WIDE), ("phone", PHONE)):
+            page = browser.new_page(viewport=size)
+            page.goto(f"{url}/run")
+            first = _chart_when(page, lambda s: s["points"] >= 1)
+            assert first["top"] >= 0 and first["bottom"] <= size["height"], (name, first)
+            page.screenshot(path=str(tmp_path / f"live-{name}.png"))
+            seen[name] = (page, first)
+        gate.allow(2)  # two more batches: the chart grows, its axes stay
+        gate.held()
+        for page, first in seen.values():
+            later = _chart_when(page, lambda s, f=first: s["points"] > f["points"])
+            assert later["x"] == first["x"] and later["y"] == first["y"], (first, later)
+            assert later["height"] == first["height"] and later["top"] == first["top"]
+            page.close()
+        gate.open()
+        assert audit.wait(timeout=120) == 0

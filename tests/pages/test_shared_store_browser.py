@@ -20,7 +20,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.pages._browser import CHROMIUM, ROOT, PaceGate, chromium, dashboard, settle
+from tests.pages._browser import (
+    CHROMIUM,
+    ROOT,
+    PaceGate,
+    chromium,
+    dashboard,
+    first_run_id,
+    settle,
+)
 
 pytestmark = [
     pytest.mark.browser,
@@ -72,19 +80,6 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "pre": str(base),
         "post": f"{base}+{adapter}",
     }
-
-
-def _run_id(db: str, timeout: float = 120) -> str:
-    from eraudit_core.store import Store
-
-    end = time.time() + timeout
-    while time.time() < end:
-        with Store(db) as store:
-            runs = store.runs()
-        if not runs.empty:
-            return str(runs["run_id"].iloc[0])
-        time.sleep(0.3)
-    raise AssertionError("the terminal audit never created its run")
 
 
 def _progress(db: str, run_id: str) -> dict:
@@ -139,7 +134,7 @@ def test_terminal_audit_watched_cancelled_and_resumed_in_the_dashboard(prepared)
             env={**os.environ, **gate.env},
         )  # fmt: skip
         try:
-            run_id = _run_id(db)
+            run_id = first_run_id(db)
 
             # The Run page finds the run by itself and shows it live: the bound climbs.
             page.goto(f"{url}/run")

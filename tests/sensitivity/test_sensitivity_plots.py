@@ -54,7 +54,7 @@ def test_forest_plot_matches_contrasts(result) -> None:
         (html.unescape(y), round(x, 9)) for t in fig.data for x, y in zip(t.x, t.y, strict=True)
     }
     expected = {(f"pooled: {c.condition}", round(c.odds_ratio, 9)) for c in result.contrasts}
-    expected |= {(f"{c.pair}: {c.condition}", round(c.odds_ratio, 9)) for c in result.per_pair}
+    expected |= {(f"{c.pair}:<br>{c.condition}", round(c.odds_ratio, 9)) for c in result.per_pair}
     assert shown == expected
     pooled_only = odds_ratio_forest(result, include_per_pair=False)
     assert sum(len(t.x) for t in pooled_only.data) == len(result.contrasts)

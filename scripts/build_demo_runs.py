@@ -35,7 +35,6 @@ from typing import Any
 
 import pandas as pd
 
-from eraudit_core.audit import AuditConfig, CachedScorer, build_items
 from eraudit_core.demo import (
     DEMO_AUDIT_SETTINGS,
     DEMO_RUN_SETS,
@@ -43,6 +42,8 @@ from eraudit_core.demo import (
     adversarial_targets,
     ensure_demo_inputs,
 )
+from eraudit_core.method import AuditConfig
+from eraudit_core.runs import CachedScorer, build_items
 from eraudit_core.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent

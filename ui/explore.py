@@ -145,7 +145,7 @@ def why_this_verdict(run_id: str, pair_id: str) -> None:
 def label_mass_note(run_id: str) -> None:
     """The run's label mass per checkpoint (median, min over its scored prompts), one line:
     little mass means the labels were read where the model does not answer (docs/design.md §3)."""
-    from eraudit_core.audit import run_label_mass
+    from eraudit_core.runs import run_label_mass
 
     parts = []
     for side, mass in run_label_mass(store_access.get_store(), run_id).items():

@@ -16,15 +16,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from eraudit_core.audit import (
+from eraudit_core.errors import InputError
+from eraudit_core.method import control_fields
+from eraudit_core.null._calibration_overlap import (
     BASE_TOLERANCE,
     AuditedContent,
-    control_fields,
     is_table_run,
     null_mismatches,
     stored_rewordings,
 )
-from eraudit_core.errors import InputError
 from eraudit_core.null._paired import (
     BETTER,
     BEYOND,

@@ -26,14 +26,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from eraudit_core.audit import (
+from eraudit_core.method import comparison_fields, stored_setting
+from eraudit_core.null import (
     base_difference,
-    comparison_fields,
+    exact_mcnemar,
     is_table_run,
+    null_json,
+    null_reading,
+    question_stories,
     stored_rewordings,
-    stored_setting,
 )
-from eraudit_core.null import exact_mcnemar, null_json, null_reading, question_stories
 from eraudit_core.present._compare_words import differences_sentence
 from eraudit_core.store import Store
 from eraudit_core.types import Verdict

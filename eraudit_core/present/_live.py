@@ -20,10 +20,11 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from eraudit_core.audit import AuditConfig, build_items, items_from_table, read_score_table
 from eraudit_core.errors import InputError
+from eraudit_core.method import AuditConfig
 from eraudit_core.present._plots import bound_trajectory_figure
 from eraudit_core.present._views import bound_trajectory_frame
+from eraudit_core.runs import build_items, items_from_table, read_score_table
 from eraudit_core.store import Store
 from eraudit_core.types import ACTIVE_RUN_STATUSES, RunStatus
 

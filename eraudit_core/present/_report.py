@@ -24,13 +24,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from eraudit_core.audit import (
-    AuditConfig,
-    config_settings,
-    run_label_mass,
-    run_noise_floor_value,
-)
 from eraudit_core.errors import InputError
+from eraudit_core.method import AuditConfig, config_settings, run_noise_floor_value
 from eraudit_core.present import _plots as plots
 from eraudit_core.present import _story as story
 from eraudit_core.present import _views as views
@@ -47,6 +42,7 @@ from eraudit_core.present._html import Markup, render, script_text
 from eraudit_core.present._null_view import headline_from, null_sentences
 from eraudit_core.present._tables import table_html
 from eraudit_core.present._verdict_wording import run_verdict
+from eraudit_core.runs import run_label_mass
 from eraudit_core.store import Store
 from eraudit_core.types import Verdict
 

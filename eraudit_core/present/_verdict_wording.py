@@ -13,17 +13,12 @@ from typing import Any
 
 import pandas as pd
 
-from eraudit_core.audit import (
-    AuditConfig,
-    epsilon_from_sentence,
-    manipulation_check,
-    rerun_note,
-    run_noise_floor_value,
-    selection_note,
-)
+from eraudit_core.method import AuditConfig, manipulation_check, run_noise_floor_value
+from eraudit_core.null import epsilon_from_sentence
 from eraudit_core.present import _views as views
 from eraudit_core.present._first_screen import with_paper_count
 from eraudit_core.present._manipulation import not_taken_headline
+from eraudit_core.runs import rerun_note, selection_note
 from eraudit_core.types import RunStatus, Verdict
 
 

@@ -192,7 +192,7 @@ class RunTables(Tables):
 
     def set_run_traffic(self, run_id: str, traffic: Mapping[str, Any]) -> None:
         """The latest traffic snapshot of a run (requests in flight, prompts/s; see
-        eraudit_core.audit._traffic)."""
+        eraudit_core.runs._traffic)."""
         with self._write() as w:
             w.execute(
                 "UPDATE runs SET traffic = ? WHERE run_id = ?",
@@ -201,7 +201,7 @@ class RunTables(Tables):
 
     def set_run_phase(self, run_id: str, phase: Mapping[str, Any]) -> None:
         """The worker's current step and its earlier steps' durations (see
-        eraudit_core.audit._step_reporter.StepReporter)."""
+        eraudit_core.runs._step_reporter.StepReporter)."""
         with self._write() as w:
             w.execute(
                 "UPDATE runs SET phase = ? WHERE run_id = ?",

@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 
 from eraudit_core import present
-from eraudit_core.audit import AuditConfig, audit_table_run
+from eraudit_core.method import AuditConfig
+from eraudit_core.runs import audit_table_run
 from eraudit_core.store import Store
-from tests.audit.test_audit import hidden, monitored, paras, write_table
+from tests.runs.test_audit import hidden, monitored, paras, write_table
 
 
 def _run(tmp_path: Path, store: Store, rows: list[list], name: str, **cfg) -> str:

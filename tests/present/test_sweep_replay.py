@@ -20,15 +20,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from eraudit_core.audit import (
-    AuditConfig,
+from eraudit_core.method import AuditConfig
+from eraudit_core.present import epsilon_sweep, replay_pair, sweep_epsilons
+from eraudit_core.runs import (
     AuditEngine,
     TableVerifier,
     items_from_table,
     read_score_table,
     table_digest,
 )
-from eraudit_core.present import epsilon_sweep, replay_pair, sweep_epsilons
 from eraudit_core.store import Store
 
 EPSILONS = (0.0, 0.05, 0.2, 0.6, 2.0)

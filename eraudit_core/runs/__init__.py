@@ -1,0 +1,134 @@
+"""Running audits: the engine that drives `PairAudit` with live scores, and the runs it stores.
+
+Owns: the engine (`AuditEngine` in `_engine`, scores through the cache in `_scorer_cache`),
+starting and resuming audits of checkpoints (`_launch`, `_checkpoints`, `_items`), the
+description of one audit (`RunRequest` in `_request`, a named control in `_control`), a run's
+inputs, seeded draws and digests (`_inputs`), the pending run record (`_record`), the live step
+and traffic written for pages that poll (`_step_reporter`, `_traffic`, `_pace_gate`), score-table
+audits (`_table_scores`, `_table_runs`), a run re-derived without excluded rewordings
+(`_exclusion`) and a run's label mass and prompts (`_label_mass`).
+
+May import: eraudit_core.null (epsilon calibrations and the control's mismatches),
+eraudit_core.method, eraudit_core.verifier, eraudit_core.paraphrase, eraudit_core.store and the
+helpers below them; never eraudit_core.bundles, present, sensitivity, demo, adapt or the CLI.
+"""
+
+from __future__ import annotations
+
+from eraudit_core.runs._checkpoints import (
+    register_checkpoint,
+)
+from eraudit_core.runs._control import (
+    FULL_BUDGETS_NOTE,
+    check_control,
+    full_budgets,
+    request_with_control,
+)
+from eraudit_core.runs._engine import (
+    AuditEngine,
+    Progress,
+    ProgressCallback,
+)
+from eraudit_core.runs._exclusion import (
+    derive_without,
+    excluded_after_seen,
+    selection_note,
+)
+from eraudit_core.runs._inputs import (
+    draw_order,
+    inputs_key,
+    items_digest,
+    ordinal,
+    paraphrase_set_digests,
+    rerun_note,
+    run_test_generators,
+    tool_version,
+)
+from eraudit_core.runs._items import (
+    build_items,
+    expected_queries,
+    pool_warnings,
+)
+from eraudit_core.runs._label_mass import (
+    run_label_mass,
+    run_prompt_hashes,
+)
+from eraudit_core.runs._launch import (
+    execute_model_run,
+    launch_audit,
+    prepare_model_run,
+    resume_audit,
+    resume_run,
+    run_model_audit,
+)
+from eraudit_core.runs._record import (
+    create_run_record,
+    default_run_label,
+    new_run_id,
+)
+from eraudit_core.runs._request import (
+    EpsilonSource,
+    RunRequest,
+    epsilon_source,
+    run_provenance_extras,
+    with_control_origin,
+)
+from eraudit_core.runs._scorer_cache import (
+    CachedScorer,
+)
+from eraudit_core.runs._table_runs import (
+    audit_table_run,
+)
+from eraudit_core.runs._table_scores import (
+    TableVerifier,
+    items_from_table,
+    read_score_table,
+    table_digest,
+)
+
+__all__ = [
+    "AuditEngine",
+    "CachedScorer",
+    "EpsilonSource",
+    "FULL_BUDGETS_NOTE",
+    "Progress",
+    "ProgressCallback",
+    "RunRequest",
+    "TableVerifier",
+    "audit_table_run",
+    "build_items",
+    "check_control",
+    "create_run_record",
+    "default_run_label",
+    "derive_without",
+    "draw_order",
+    "epsilon_source",
+    "excluded_after_seen",
+    "execute_model_run",
+    "expected_queries",
+    "full_budgets",
+    "inputs_key",
+    "items_digest",
+    "items_from_table",
+    "launch_audit",
+    "new_run_id",
+    "ordinal",
+    "paraphrase_set_digests",
+    "pool_warnings",
+    "prepare_model_run",
+    "read_score_table",
+    "register_checkpoint",
+    "request_with_control",
+    "rerun_note",
+    "resume_audit",
+    "resume_run",
+    "run_label_mass",
+    "run_model_audit",
+    "run_prompt_hashes",
+    "run_provenance_extras",
+    "run_test_generators",
+    "selection_note",
+    "table_digest",
+    "tool_version",
+    "with_control_origin",
+]

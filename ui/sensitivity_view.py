@@ -218,15 +218,6 @@ def dropped_rollouts(dropped: pd.DataFrame) -> None:
         st.dataframe(dropped[cols], hide_index=True, width="stretch", key="sens-dropped")
 
 
-def cited_message(messages: object, message_id: str) -> dict[str, str] | None:
-    """The transcript message with this id ({id, role, text}), or None when the rollouts file
-    has no messages or the judge cited a message outside the kept branch."""
-    for m in messages if isinstance(messages, list) else []:
-        if isinstance(m, dict) and str(m.get("id")) == str(message_id):
-            return {k: str(m.get(k) or "") for k in ("id", "role", "text")}
-    return None
-
-
 def _highlighted(pieces: list[tuple[str, bool]]) -> str:
     """Markdown of a message's text with its cited span on an orange background; every
     character of the (untrusted) text escaped, line breaks kept."""

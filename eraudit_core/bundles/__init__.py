@@ -16,7 +16,6 @@ from __future__ import annotations
 from eraudit_core.bundles._bundle import (
     export_run_bundle,
     import_run_bundle,
-    read_bundle,
 )
 from eraudit_core.bundles._check import (
     bundle_config,
@@ -27,6 +26,5 @@ __all__ = [
     "bundle_config",
     "export_run_bundle",
     "import_run_bundle",
-    "read_bundle",
     "replay_pair_verdict",
 ]

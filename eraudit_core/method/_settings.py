@@ -42,11 +42,6 @@ def make_config(**values: Any) -> AuditConfig:
     return AuditConfig(**values)
 
 
-def config_from_dict(data: Mapping[str, Any]) -> AuditConfig:
-    """A stored or imported config, checked (InputError naming an unknown or bad field)."""
-    return AuditConfig.from_dict(data)
-
-
 def field_help(name: str) -> str:
     """The one help text of a setting (the CLI, the Run form and the report all show it)."""
     return setting_named(name).spec.help
@@ -54,11 +49,6 @@ def field_help(name: str) -> str:
 
 def field_label(name: str) -> str:
     return setting_named(name).spec.label
-
-
-def field_range(name: str) -> Range | None:
-    valid = setting_named(name).spec.valid
-    return valid if isinstance(valid, Range) else None
 
 
 def verdict_fields() -> tuple[str, ...]:

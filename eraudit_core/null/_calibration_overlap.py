@@ -42,26 +42,6 @@ def _digest(obj: Any) -> str:
     return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
 
-def table_signatures(rows: pd.DataFrame) -> set[str]:
-    """Per question, a digest of its rows' content (role, generator, text, both
-    probabilities), without its pair id or idx: the same scores under renamed ids match
-    exactly. The selection check itself uses `content_overlap`, which tolerates small changes."""
-    out = set()
-    for _, g in rows.groupby("pair_id", sort=False):
-        content = sorted(
-            zip(
-                g["role"].astype(str),
-                g["generator"].fillna("").astype(str),
-                g["text"].fillna("").astype(str),
-                g["p_pre"].astype(float).tolist(),
-                g["p_post"].astype(float).tolist(),
-                strict=True,
-            )
-        )
-        out.add(_digest(content))
-    return out
-
-
 def content_overlap(audited: pd.DataFrame, stored: pd.DataFrame) -> int:
     """How many questions of `audited` are `stored`'s content: at least CONTENT_SHARE of their
     rows have a row in `stored` with the same text and both probabilities within

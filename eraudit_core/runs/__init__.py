@@ -21,13 +21,11 @@ from eraudit_core.runs._checkpoints import (
 from eraudit_core.runs._control import (
     FULL_BUDGETS_NOTE,
     check_control,
-    full_budgets,
     request_with_control,
 )
 from eraudit_core.runs._engine import (
     AuditEngine,
     Progress,
-    ProgressCallback,
 )
 from eraudit_core.runs._exclusion import (
     derive_without,
@@ -37,24 +35,19 @@ from eraudit_core.runs._exclusion import (
 from eraudit_core.runs._inputs import (
     draw_order,
     inputs_key,
-    items_digest,
     ordinal,
-    paraphrase_set_digests,
     rerun_note,
-    run_test_generators,
     tool_version,
 )
 from eraudit_core.runs._items import (
     build_items,
     expected_queries,
-    pool_warnings,
 )
 from eraudit_core.runs._label_mass import (
     run_label_mass,
     run_prompt_hashes,
 )
 from eraudit_core.runs._launch import (
-    execute_model_run,
     launch_audit,
     prepare_model_run,
     resume_audit,
@@ -62,7 +55,6 @@ from eraudit_core.runs._launch import (
     run_model_audit,
 )
 from eraudit_core.runs._record import (
-    create_run_record,
     default_run_label,
     new_run_id,
 )
@@ -92,29 +84,22 @@ __all__ = [
     "EpsilonSource",
     "FULL_BUDGETS_NOTE",
     "Progress",
-    "ProgressCallback",
     "RunRequest",
     "TableVerifier",
     "audit_table_run",
     "build_items",
     "check_control",
-    "create_run_record",
     "default_run_label",
     "derive_without",
     "draw_order",
     "epsilon_source",
     "excluded_after_seen",
-    "execute_model_run",
     "expected_queries",
-    "full_budgets",
     "inputs_key",
-    "items_digest",
     "items_from_table",
     "launch_audit",
     "new_run_id",
     "ordinal",
-    "paraphrase_set_digests",
-    "pool_warnings",
     "prepare_model_run",
     "read_score_table",
     "register_checkpoint",
@@ -126,7 +111,6 @@ __all__ = [
     "run_model_audit",
     "run_prompt_hashes",
     "run_provenance_extras",
-    "run_test_generators",
     "selection_note",
     "table_digest",
     "tool_version",

@@ -147,14 +147,13 @@ def _chart(path: str, run_id: str, pair_id: str, n_steps: int, text: str):  # ty
     """The question's bound on fixed axes (`present.live_bound_figure`), titled by its text;
     built again only when the run's step count changed (a refresh between two batches sends
     the same figure without computing it)."""
-    from eraudit_core.method import AuditConfig
+    from eraudit_core.method import RunRecord
 
     steps = _steps(path, run_id, n_steps)
-    rec = store_access.get_store().run(run_id)
     return present.live_bound_figure(
         steps[steps["pair_id"] == pair_id],
         title=safe_label(text, 90),
-        config=AuditConfig.from_dict(rec["config"]),
+        config=RunRecord.read(store_access.get_store(), run_id).config,
     )
 
 

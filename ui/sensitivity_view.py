@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from eraudit_core.errors import InputError
+from eraudit_core.method import RunRecord
 from eraudit_core.paths import DATA_DIR
 from ui import store_access, widgets
 
@@ -71,17 +72,17 @@ def runs_table(run_ids: list[str], outcome: str) -> tuple[pd.DataFrame, pd.DataF
     store = store_access.get_store()
     frames = []
     for rid in run_ids:
-        run = store.run(rid)
+        run = RunRecord.read(store, rid)
         pairs = store.pair_results(rid)
         if pairs.empty:
             continue
-        gens = run["config"].get("test_generators") or []
+        gens = list(run.config.test_generators)
         frames.append(
             pairs.assign(
                 run_id=rid,
-                run_label=run.get("label") or rid,
+                run_label=run.name,
                 generator_condition="+".join(gens) or "default",
-                checkpoint_pair=f"{run.get('pre_name')} -> {run.get('post_name')}",
+                checkpoint_pair=f"{run.pre_name} -> {run.post_name}",
             )
         )
     if not frames:

@@ -85,10 +85,11 @@ def form_fields(section: Section) -> tuple[Setting, ...]:
     return tuple(s for s in settings() if s.spec.form.section == section)
 
 
-def stored_setting(config: Mapping[str, Any], name: str) -> Any:
-    """A setting of a stored config dict, its declared default when the config predates it
-    (lists for tuples, as JSON stores them)."""
-    value = config.get(name, setting_named(name).default)
+def stored_setting(config: AuditConfig, name: str) -> Any:
+    """A setting's value as a run stores it (lists for tuples, as JSON holds them), so a
+    stored run's settings compare equal to settings read back from JSON; a config stored
+    before the setting existed reads its declared default (`RunRecord`)."""
+    value = getattr(config, name)
     return list(value) if isinstance(value, list | tuple) else value
 
 

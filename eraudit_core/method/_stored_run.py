@@ -35,8 +35,11 @@ class RunRecord:
     pre_name: str | None = None
     post_name: str | None = None
     source: str | None = None
+    pre_fingerprint: str | None = None
     post_fingerprint: str | None = None
     imported_from: Mapping[str, Any] | None = None
+    queries_scored: int = 0
+    queries_cached: int = 0
 
     @classmethod
     def from_stored(cls, run: Mapping[str, Any]) -> RunRecord:
@@ -57,8 +60,11 @@ class RunRecord:
             pre_name=text("pre_name"),
             post_name=text("post_name"),
             source=text("source"),
+            pre_fingerprint=text("pre_fingerprint"),
             post_fingerprint=text("post_fingerprint"),
             imported_from=run.get("imported_from"),
+            queries_scored=int(run.get("queries_scored") or 0),
+            queries_cached=int(run.get("queries_cached") or 0),
         )
 
     @classmethod

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from eraudit_core.errors import InputError
+from eraudit_core.method import RunRecord, table_steps
 from eraudit_core.null._calibration_records import (
     DEFAULT_NULL_LEVEL,
     NULL_KEY,
@@ -39,11 +40,7 @@ def question_maxima(store: Store, run_id: str) -> tuple[pd.Series, int, list[str
     model run counts what it scored in its seeded draw order: a generator stopped early (a
     counterexample, the target) leaves paraphrases unscored, and they are counted and named.
     """
-    from eraudit_core.method._config import AuditConfig
-    from eraudit_core.method._replay import table_steps
-
-    run = store.run(run_id)
-    config = AuditConfig.from_dict(run["config"])
+    config = RunRecord.read(store, run_id).config
     pairs = store.pair_results(run_id)
     if pairs.empty:
         raise InputError(f"run {run_id}: no finished question to calibrate epsilon on")
@@ -122,7 +119,6 @@ def calibrate_null(
     every non-positive D a counterexample is not a threshold)."""
     if not (isinstance(level, int | float) and math.isfinite(level) and 0.0 < level < 1.0):
         raise InputError(f"--level must lie strictly between 0 and 1 (e.g. 0.95), got {level!r}")
-    from eraudit_core.method._config import AuditConfig
 
     run = store.run(run_id)
     name = check_name(name or run_id)
@@ -130,7 +126,7 @@ def calibrate_null(
         _check_unique(store, name, force)
     source = source_provenance(store, run_id)
     warnings = _check_source(source, allow_unverified)
-    config = AuditConfig.from_dict(run["config"])
+    config = RunRecord.from_stored(run).config
     maxima, unscored, more = question_maxima(store, run_id)
     warnings += more
     eps = null_threshold(maxima.to_numpy(), float(level), firm=firm)

@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from eraudit_core.method import RunRecord
 from eraudit_core.method._settings import null_threshold_fields
 from eraudit_core.store import Store
 
@@ -193,7 +194,7 @@ def null_mismatches(
     "audit", "control"} with field one of base, test_generators, search_generators,
     search_budget, test_budget, k, paraphrases. Empty when the control matches."""
     run = store.run(control_run)
-    cfg = run["config"]
+    config = RunRecord.from_stored(run).config
     settings = dict(audited.settings)
     out: list[dict[str, Any]] = []
     if audited.table is not None:
@@ -210,7 +211,7 @@ def null_mismatches(
             out.append({"field": "base", "audit": "pre scores of this table", "control": base})
         gens_a, gens_c = _generator_sets(table), _generator_sets(rows)
         if not complete:
-            gens_c["test"] = sorted(cfg.get("test_generators") or gens_c["test"])
+            gens_c["test"] = sorted(config.test_generators or gens_c["test"])
             gens_c["search"] = gens_a["search"]  # unknown beyond what was scored
         for role in REWORDING_ROLES:
             if gens_a[role] != gens_c[role]:
@@ -237,12 +238,13 @@ def null_mismatches(
         for role in REWORDING_ROLES:
             key = f"{role}_generators"
             a = sorted(settings.get(key) or [])
-            c = sorted(cfg.get(key) or [])
+            c = sorted(getattr(config, key))
             if key in settings and a != c:
                 out.append({"field": key, "audit": a, "control": c})
     for key in null_threshold_fields():
-        if key in settings and cfg.get(key) is not None and float(settings[key]) != float(cfg[key]):
-            out.append({"field": key, "audit": settings[key], "control": cfg[key]})
+        value = getattr(config, key)
+        if key in settings and value is not None and float(settings[key]) != float(value):
+            out.append({"field": key, "audit": settings[key], "control": value})
     return out
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eraudit_core.errors import CancelledError, InputError
+from eraudit_core.method import RunRecord
 from eraudit_core.method._config import AuditConfig, AuditItem
 from eraudit_core.method._degradation import (
     degradation_denominator,
@@ -167,11 +168,10 @@ class AuditEngine:
 
     def resume(self, run_id: str, items: Sequence[AuditItem]) -> None:
         """Audit the items not yet finished in `run_id` (also used for a fresh run)."""
-        run = self.store.run(run_id)
-        stored = AuditConfig.from_dict(run["config"])
-        if stored != self.config:
+        run = RunRecord.read(self.store, run_id)
+        if run.config != self.config:
             raise InputError(f"run {run_id}: the configuration differs from the stored one")
-        digest = (run.get("provenance") or {}).get("inputs_digest")
+        digest = run.provenance.get("inputs_digest")
         if digest is not None and digest != items_digest(items):
             raise InputError(
                 f"run {run_id}: its paraphrase sets or questions changed since it started "
@@ -179,7 +179,7 @@ class AuditEngine:
             )
         self._generators = run_test_generators(items, self.config)
         mine = (self.pre.fingerprint, self.post.fingerprint)
-        stored_fps = (run["pre_fingerprint"] or "", run["post_fingerprint"] or "")
+        stored_fps = (run.pre_fingerprint or "", run.post_fingerprint or "")
         if stored_fps == ("", ""):  # created before its checkpoints were loaded
             self.store.set_run_checkpoints(run_id, *mine)
         elif stored_fps != mine:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from eraudit_core.errors import ERAuditError
 from eraudit_core.store import Store
 
 log = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ class TrafficRecorder:
         while not self._stop.wait(self.interval_s):
             try:
                 self._write(self.snapshot())
-            except Exception:  # a display aid must never stop the audit
+            except ERAuditError:  # the store refused the write: a display aid never stops the audit
                 log.exception("recording the traffic of run %s", self.run_id)
 
     def start(self) -> TrafficRecorder:
@@ -115,5 +116,5 @@ class TrafficRecorder:
         self._thread.join(10)
         try:
             self._write({**self.snapshot(), **dict.fromkeys(GAUGES, 0)})
-        except Exception:
+        except ERAuditError:  # a store error here must not hide how the run itself ended
             log.exception("recording the traffic of run %s", self.run_id)

@@ -1,4 +1,4 @@
-"""Every family of forged bundle a hostile review got past `import-run` is now refused with
+"""Every family of forged bundle a hostile review built against `import-run` is refused with
 exit 2, naming member, row and field, with no traceback and the store unchanged, or imported
 with its unverifiable claims shown only as the bundle's ("claimed by the bundle, unverified").
 

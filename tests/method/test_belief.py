@@ -1,7 +1,7 @@
 """Verdicts an auditor can believe: the evidence behind each verdict, min-drop, the
 noise floor, n* with TV, exact sweeps, calibrated epsilon, comparisons that check first.
 
-Tests marked "fails on old main" were run against the code before these checks existed and failed there.
+Tests whose docstring starts "Guards against" name the wrong result the check rules out.
 Every statistic is checked against a closed form or an independent computation, each with a
 negative control (a case that must come out differently).
 """
@@ -57,8 +57,8 @@ def test_n_star_with_tv_closed_form():
 
 
 def test_tv_and_target_certify_clean_data(tmp_path, capsys):
-    """Fails on old main: n* ignored delta, every generator stopped at L ~ p*, and L - delta <
-    p*, so nothing was ever certified (all passed at 0.797)."""
+    """Guards against n* ignoring delta: every generator would stop at L ~ p*, L - delta < p*,
+    and nothing would ever be certified (all passed at 0.797)."""
     rows = []
     for pid in ("a", "b", "c"):
         rows += [monitored(pid), *paras(pid, "test", "g", [0.0] * 30)]
@@ -100,8 +100,8 @@ def _noise_only_table(path, seed: int, n_pairs: int = 40):
     "seed", [0, pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow)]
 )
 def test_noise_only_verdicts_are_flagged_and_min_drop_removes_them(tmp_path, capsys, seed):
-    """Fails on old main: 40/40 degraded with nothing saying why (no drop, no amplified flag,
-    no noise floor, no --min-drop)."""
+    """Guards against noise read as harm: 40/40 degraded with nothing saying why (no drop, no
+    amplified flag, no noise floor, no --min-drop)."""
     path = _noise_only_table(tmp_path / "noise.csv", seed)
     db = str(tmp_path / "s.duckdb")
     base = ["audit-table", str(path), "--db", db, "--json", "--epsilon", "0.5", "--k", "0.001"]
@@ -205,8 +205,8 @@ def _mixed_table(path, seed: int):
 
 @pytest.mark.parametrize("cfg", [{}, {"target": 0.6}, {"min_drop": 0.1, "target": 0.5}])
 def test_table_sweep_equals_fresh_audits_at_every_epsilon(tmp_path, cfg):
-    """Fails on old main: pairs that stopped in stage 1 (or at a stage-2 counterexample) were
-    left out of the sweep at larger epsilons, so counts and mean bounds undercounted."""
+    """Guards against a sweep that leaves out pairs that stopped in stage 1 (or at a stage-2
+    counterexample) at larger epsilons, which undercounts counts and mean bounds."""
     path = _mixed_table(tmp_path / "t.csv", 3)
     store = Store()
     from eraudit_core.runs import audit_table_run
@@ -308,9 +308,9 @@ def _arm(pid_degraded: set[str], n_test: dict[str, int]) -> list[list]:
 
 
 def test_compare_matched_runs_primary_exact_mcnemar_secondary_holm(tmp_path, capsys):
-    """Behaviour changed with the null calibration work: one exact primary test, the other
-    tests secondary with Holm-adjusted p-values, bounds by an exact paired permutation test
-    (the runs differed in pool sizes before, which is now not comparable)."""
+    """One exact primary test, the other tests secondary with Holm-adjusted p-values, bounds by
+    an exact paired permutation test; both runs have the same pool sizes, since runs that
+    differ in them are not comparable."""
     from scipy.stats import permutation_test
     from statsmodels.stats.multitest import multipletests
 

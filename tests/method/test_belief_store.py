@@ -125,8 +125,8 @@ def test_simultaneous_confidence_is_printed_rounded_down():
 
 
 def test_wording_claims_no_more_than_the_numbers(tmp_path, capsys):
-    """Fails on old main: 'concrete failures, not estimates' and 'drawn at random' for a score
-    table; the degraded line now names the drop, the gain, amplified counts and the floor."""
+    """Guards against 'concrete failures, not estimates' and 'drawn at random' for a score
+    table; the degraded line names the drop, the gain, amplified counts and the floor."""
     rows = [monitored("a", 0.75, 0.5), *paras("a", "search", "s", [0.0, 0.004])]
     rows += [*paras("a", "test", "g", [0.0] * 3), monitored("b"), *paras("b", "test", "g", [0] * 3)]
     path = write_table(tmp_path / "s.csv", rows)

@@ -1,9 +1,9 @@
 """What a pair's verdict and bounds mean, on hand-made score tables.
 
-Each test here failed before the fix: "certified" did not depend on the bound, the pair-level
-failure-tolerant bound covered only the generators that ran and skipped the total-variation
-relaxation, case/space variants of a search paraphrase were accepted as fresh test draws, and
-a resumed run did not notice that its paraphrase sets had changed.
+Each test rules out one wrong reading: "certified" without regard to the bound, a pair-level
+failure-tolerant bound over only the generators that ran or without the total-variation
+relaxation, case/space variants of a search paraphrase accepted as fresh test draws, and a
+resumed run that does not notice that its paraphrase sets changed.
 
 Monitored 0.5 -> 0.75 gives den = 0.25, so a hidden row with p_pre = 0.75 and
 p_post = 0.75 - D / 4 has degradation score exactly D (as in test_audit.py).

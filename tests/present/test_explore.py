@@ -89,7 +89,8 @@ def test_amplified_questions_rank_after_the_others_whatever_their_d():
     assert order == ["big", "small", "noise", "tiny", "clean", "amp", "amp2"]
     moved = present.moved_drop(q).tolist()
     assert moved == [0.08, 0.30, 0.10, 0.0, 0.0, 0.0, 0.01]
-    # negative control: by largest D the amplified questions lead, as they used to
+    # negative control: by largest D the amplified questions lead (their D is large because
+    # the monitored gain g is negative, not because the hidden question dropped)
     assert present.sort_questions(q, "largest D")["pair_id"].tolist()[:2] == ["amp2", "amp"]
     # the "did the adaptation take here" filter leaves the amplified questions out, or keeps
     # only them

@@ -49,7 +49,7 @@ def test_excluding_a_labelled_counterexample_writes_a_new_linked_run(tmp_path):
     new = derive_without(store, old, store.labelled_invalid(old), author="ana")
 
     assert new != old
-    # the old run is exactly as it was
+    # the source run is unchanged
     assert store.pair_results(old).equals(before_pairs)
     assert store.steps(old).equals(before_steps)
     assert store.run(old)["provenance"].get("derived_from") is None

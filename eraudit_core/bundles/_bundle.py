@@ -30,8 +30,7 @@ from eraudit_core.bundles._check import check_bundle_claims, check_run_verdicts
 from eraudit_core.bundles._rows import check_bundle_cells
 from eraudit_core.errors import InputError
 from eraudit_core.paths import check_output_file, umask_mode
-from eraudit_core.runs._inputs import tool_version
-from eraudit_core.runs._label_mass import run_prompt_hashes
+from eraudit_core.runs import run_prompt_hashes, tool_version
 from eraudit_core.store import (
     RUN_TABLES,
     SCHEMA_VERSION,

@@ -18,8 +18,7 @@ import numpy as np
 import pandas as pd
 
 from eraudit_core.errors import InputError
-from eraudit_core.method._config import AuditConfig
-from eraudit_core.method._degradation import is_counterexample
+from eraudit_core.method import AuditConfig, is_counterexample
 
 # Stored floats are compared with this absolute tolerance (Parquet keeps doubles exactly; the
 # slack only absorbs a different summation order).

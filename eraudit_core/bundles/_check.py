@@ -62,15 +62,17 @@ from eraudit_core.bundles._rows import _check_text_cells as _check_text_cells
 from eraudit_core.bundles._rows import _need_columns as _need_columns
 from eraudit_core.bundles._rows import _pools as _pools
 from eraudit_core.errors import InputError
-from eraudit_core.method._config import AuditConfig
-from eraudit_core.method._degradation import (
+from eraudit_core.method import (
+    AuditConfig,
+    GeneratorTest,
+    PairAudit,
+    PairVerdict,
     degradation_denominator,
     degradation_score,
     is_amplified,
     monitored_gain,
 )
-from eraudit_core.method._pair_audit import GeneratorTest, PairAudit, PairVerdict
-from eraudit_core.runs._table_scores import table_query
+from eraudit_core.runs import table_query
 from eraudit_core.store import CONTENT_COLUMNS, pairs_content_digest
 from eraudit_core.types import Query
 

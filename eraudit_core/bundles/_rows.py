@@ -20,9 +20,9 @@ import pandas as pd
 
 from eraudit_core.bundles._cells import _generators, _is_null, _num, _whole
 from eraudit_core.errors import InputError
-from eraudit_core.method._config import AuditConfig
+from eraudit_core.method import AuditConfig
 from eraudit_core.paraphrase import normalize_text
-from eraudit_core.runs._record import MAX_LABEL_CHARS, MAX_NAME_CHARS
+from eraudit_core.runs import MAX_LABEL_CHARS, MAX_NAME_CHARS
 from eraudit_core.text import check_no_control
 from eraudit_core.types import RunStatus, Verdict
 

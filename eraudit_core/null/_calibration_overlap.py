@@ -24,8 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from eraudit_core.method import RunRecord
-from eraudit_core.method._settings import null_threshold_fields
+from eraudit_core.method import RunRecord, null_threshold_fields
 from eraudit_core.store import Store
 
 # Two probabilities of the same text are the same content within this (float32 rescoring

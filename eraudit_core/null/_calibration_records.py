@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from eraudit_core.errors import InputError
-from eraudit_core.method._settings import null_threshold_fields
+from eraudit_core.method import null_threshold_fields
 from eraudit_core.store import Store
 
 DEFAULT_PERCENTILES = (10.0, 25.0, 50.0)

@@ -2,10 +2,10 @@
 
 Owns: the engine (`AuditEngine` in `_engine`, scores through the cache in `_scorer_cache`),
 starting and resuming audits of checkpoints (`_launch`, `_checkpoints`, `_items`), the
-description of one audit (`RunRequest` in `_request`, a named control in `_control`), a run's
+description of one audit (`RunRequest` in `_request`, also when it names a control), a run's
 inputs, seeded draws and digests (`_inputs`), the pending run record (`_record`), the live step
 and traffic written for pages that poll (`_step_reporter`, `_traffic`, `_pace_gate`), score-table
-audits (`_table_scores`, `_table_runs`), a run re-derived without excluded rewordings
+audits (`_table_scores`), a run re-derived without excluded rewordings
 (`_exclusion`) and a run's label mass and prompts (`_label_mass`).
 
 May import: eraudit_core.null (epsilon calibrations and the control's mismatches),
@@ -17,11 +17,6 @@ from __future__ import annotations
 
 from eraudit_core.runs._checkpoints import (
     register_checkpoint,
-)
-from eraudit_core.runs._control import (
-    FULL_BUDGETS_NOTE,
-    check_control,
-    request_with_control,
 )
 from eraudit_core.runs._engine import (
     AuditEngine,
@@ -55,30 +50,37 @@ from eraudit_core.runs._launch import (
     run_model_audit,
 )
 from eraudit_core.runs._record import (
+    MAX_LABEL_CHARS,
+    MAX_NAME_CHARS,
     default_run_label,
     new_run_id,
 )
 from eraudit_core.runs._request import (
+    FULL_BUDGETS_NOTE,
     EpsilonSource,
     RunRequest,
+    check_control,
     epsilon_source,
+    request_with_control,
     run_provenance_extras,
     with_control_origin,
 )
 from eraudit_core.runs._scorer_cache import (
     CachedScorer,
 )
-from eraudit_core.runs._table_runs import (
-    audit_table_run,
-)
 from eraudit_core.runs._table_scores import (
     TableVerifier,
+    audit_table_run,
     items_from_table,
     read_score_table,
     table_digest,
+    table_query,
 )
 
 __all__ = [
+    "MAX_LABEL_CHARS",
+    "MAX_NAME_CHARS",
+    "table_query",
     "AuditEngine",
     "CachedScorer",
     "EpsilonSource",

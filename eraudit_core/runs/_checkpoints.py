@@ -8,8 +8,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from eraudit_core.method._config import AuditConfig
-from eraudit_core.method._evidence import noise_floor_record
+from eraudit_core.method import AuditConfig, noise_floor_record
 from eraudit_core.store import Store
 from eraudit_core.verifier import (
     MIN_LABEL_MASS,

@@ -29,16 +29,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from eraudit_core.errors import CancelledError, InputError
-from eraudit_core.method import RunRecord
-from eraudit_core.method._config import AuditConfig, AuditItem
-from eraudit_core.method._degradation import (
+from eraudit_core.method import (
+    AuditConfig,
+    AuditItem,
+    GeneratorTest,
+    PairAudit,
+    RunRecord,
     degradation_denominator,
     degradation_score,
     is_amplified,
     monitored_gain,
     probability_drop,
 )
-from eraudit_core.method._pair_audit import GeneratorTest, PairAudit
 from eraudit_core.runs._inputs import items_digest, run_test_generators
 from eraudit_core.runs._pace_gate import wait_for_pace
 from eraudit_core.runs._record import (

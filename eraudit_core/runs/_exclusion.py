@@ -26,10 +26,13 @@ import numpy as np
 import pandas as pd
 
 from eraudit_core.errors import InputError
-from eraudit_core.method._config import AuditConfig
-from eraudit_core.method._degradation import is_counterexample
-from eraudit_core.method._pair_audit import GeneratorTest
-from eraudit_core.method._replay import table_steps, verdict_from_steps
+from eraudit_core.method import (
+    AuditConfig,
+    GeneratorTest,
+    is_counterexample,
+    table_steps,
+    verdict_from_steps,
+)
 from eraudit_core.runs._record import new_run_id
 from eraudit_core.store import Store, write_run_rows
 from eraudit_core.types import ACTIVE_RUN_STATUSES, RunStatus, Verdict

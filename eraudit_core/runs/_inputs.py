@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from eraudit_core.method._config import AuditConfig, AuditItem
+from eraudit_core.method import AuditConfig, AuditItem
 from eraudit_core.types import Paraphrase
 
 

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from eraudit_core.errors import InputError
-from eraudit_core.method._config import AuditConfig, AuditItem
+from eraudit_core.method import AuditConfig, AuditItem
 from eraudit_core.runs._inputs import draw_order
 from eraudit_core.store import Store
 from eraudit_core.types import Paraphrase, Query

@@ -21,7 +21,7 @@ from typing import Any
 
 from eraudit_core.errors import CancelledError, InputError
 from eraudit_core.jobs import Job, JobRunner
-from eraudit_core.method._config import AuditConfig, AuditItem
+from eraudit_core.method import AuditConfig, AuditItem
 from eraudit_core.runs._checkpoints import _load_checkpoints, register_checkpoint
 from eraudit_core.runs._engine import AuditEngine, ProgressCallback
 from eraudit_core.runs._items import build_items, expected_queries, pool_warnings
@@ -183,7 +183,7 @@ def resume_run(
     config = AuditConfig.from_dict(run["config"])
     source = run["source"] or ""
     if source.startswith("table:"):
-        from eraudit_core.runs._table_runs import audit_table_run
+        from eraudit_core.runs._table_scores import audit_table_run
 
         audit_table_run(
             store,

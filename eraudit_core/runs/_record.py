@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from eraudit_core.errors import InputError
-from eraudit_core.method._config import AuditConfig, AuditItem
+from eraudit_core.method import AuditConfig, AuditItem
 from eraudit_core.paraphrase import normalize_text
 from eraudit_core.runs._inputs import inputs_key, run_provenance, run_test_generators
 from eraudit_core.store import Store

@@ -4,6 +4,12 @@ hand it to the engine, and `EpsilonSource`: where its epsilon came from.
 A request is validated when it is made (before anything is stored or loaded); what it adds to
 the run's provenance (where epsilon came from, a declared noise floor, the control run) is
 worked out here, once, for every caller.
+
+An audit that names a control (`request_with_control`) scores its full search and test
+budgets (continue after a counterexample, do not stop at the target), because the reading
+against a control uses every rewording both runs scored as replicates; the paper's verdicts
+are unchanged by that. The control must stand on the audit's base, generators, budgets and k
+(`null_mismatches`), checked before anything is scored.
 """
 
 from __future__ import annotations
@@ -15,9 +21,14 @@ from types import MappingProxyType
 from typing import Any
 
 from eraudit_core.errors import InputError
-from eraudit_core.method._config import AuditConfig
-from eraudit_core.method._evidence import noise_floor_record
-from eraudit_core.null._calibration import epsilon_from
+from eraudit_core.method import AuditConfig, noise_floor_record
+from eraudit_core.null import (
+    AuditedContent,
+    audited_model,
+    epsilon_from,
+    mismatch_sentence,
+    null_mismatches,
+)
 from eraudit_core.store import Store
 
 # The keys of a calibrated epsilon's provenance record that EpsilonSource names (record key ->
@@ -27,6 +38,12 @@ _NAMED = {"value": "value", "calibration": "calibration", "calibration_run": "so
 # Calibrations recorded before calibrations had modes were all percentiles of D on a model
 # organism.
 _DEFAULT_MODE = "organism"
+
+FULL_BUDGETS_NOTE = (
+    "a control is named: every question is scored on its full search and test budgets "
+    "(--continue-after-counterexample --no-stop-at-target) so that the reading against the "
+    "control has its replicates; the paper's verdicts are unchanged"
+)
 
 
 @dataclass(frozen=True)
@@ -212,3 +229,44 @@ def with_control_origin(store: Store, provenance: dict[str, Any]) -> dict[str, A
         return provenance
     origin = imported.get("file")
     return {**provenance, "control_imported_from": origin or "a bundle"}
+
+
+def full_budgets(config: AuditConfig) -> AuditConfig:
+    """`config` scoring every paraphrase of both budgets."""
+    if config.continue_after_counterexample and not config.stop_at_target:
+        return config
+    return replace(config, continue_after_counterexample=True, stop_at_target=False)
+
+
+def check_control(store: Store, control: str, audited: AuditedContent) -> None:
+    """InputError (CLI exit 2) naming every way the stored `control` does not stand on what
+    the `audited` content stands on (`audit.null_mismatches`); also when it is not stored."""
+    store.run(control)  # InputError naming an unknown run
+    mismatches = null_mismatches(store, control, audited)
+    if mismatches:
+        raise InputError(
+            mismatch_sentence(control, mismatches)
+            + "; name a control run made on the same base, generators, budgets, k and "
+            "paraphrases"
+        )
+
+
+def request_with_control(store: Store, request: RunRequest, control: str | None) -> RunRequest:
+    """`request` naming `control` (checked) and scoring its full budgets; unchanged when
+    `control` is empty."""
+    control = (control or "").strip() or None
+    if control is None:
+        return request
+    request = replace(request, control=control, config=full_budgets(request.config))
+    config = request.config
+    settings = {
+        "k": config.k,
+        "search_budget": config.search_budget,
+        "test_budget": config.test_budget,
+        "test_generators": list(config.test_generators),
+        "search_generators": list(config.search_generators),
+    }
+    check_control(
+        store, control, audited_model(store, request.post_spec, request.pre_spec, settings)
+    )
+    return request

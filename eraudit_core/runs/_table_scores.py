@@ -5,20 +5,31 @@ Columns: ``pair_id, role, generator, idx, text, p_pre, p_post`` where role is ``
 canonical row a pair), ``hidden`` (the canonical hidden question, optional), ``search`` or
 ``test``, and ``p_*`` is the probability of the true answer. The table becomes audit items plus
 two table-backed verifiers, so the same engine (and store, and views) audits it.
+
+`audit_table_run` audits a table and keeps its rows with the run: every row, including rows
+the audit never reached (a pair degraded in stage 1 never touches its test rows), so its
+sweeps and epsilon calibrations read the whole table and equal fresh audits at every epsilon.
+It is the one place that starts or resumes table runs (the CLI's `audit-table` and the
+embedded demo).
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from eraudit_core.errors import InputError
-from eraudit_core.runs._engine import AuditItem
+from eraudit_core.method import AuditConfig
+from eraudit_core.runs._engine import AuditEngine, AuditItem, ProgressCallback
+from eraudit_core.runs._record import create_run_record, new_run_id
+from eraudit_core.store import Store
 from eraudit_core.text import check_no_control, check_text
 from eraudit_core.types import Paraphrase, Query, QueryScore
 
@@ -209,3 +220,52 @@ def items_from_table(
             )
         )
     return items, tuple(test_order)
+
+
+def audit_table_run(
+    store: Store,
+    path: str | Path,
+    config: AuditConfig,
+    *,
+    run_id: str | None = None,
+    label: str = "",
+    benchmark_id: str | None = None,
+    names: tuple[str, str] | None = None,
+    provenance: Mapping[str, Any] | None = None,
+    should_cancel: Callable[[], bool] | None = None,
+    progress: ProgressCallback | None = None,
+) -> str:
+    """Audit the table at `path` (creating the run, or resuming `run_id` if it is stored).
+
+    Without test generators in `config`, the table's own are used in order of appearance.
+    """
+    df = read_score_table(path)
+    items, gens = items_from_table(df, source=str(path))
+    if not config.test_generators:
+        config = replace(config, test_generators=gens)
+    digest = table_digest(path)
+    engine = AuditEngine(
+        store,
+        TableVerifier(df, "p_pre", digest),
+        TableVerifier(df, "p_post", digest),
+        config,
+        progress=progress,
+        should_cancel=should_cancel,
+    )
+    if run_id is None or not store.has_run(run_id):
+        run_id = run_id or new_run_id()
+        create_run_record(
+            store,
+            items,
+            config,
+            label=label or run_id,
+            run_id=run_id,
+            benchmark_id=benchmark_id,
+            source=f"table:{path}",
+            names=names or (f"{path}:p_pre", f"{path}:p_post"),
+            fingerprints=(engine.pre.fingerprint, engine.post.fingerprint),
+            provenance=provenance,
+        )
+    store.put_table_rows(run_id, df)
+    engine.resume(run_id, items)
+    return run_id

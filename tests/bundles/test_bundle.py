@@ -15,8 +15,7 @@ import pytest
 from eraudit_core.bundles._bundle import relative_paths
 from eraudit_core.cli import main
 from eraudit_core.present._views import imported_note
-from eraudit_core.runs._request import with_control_origin
-from eraudit_core.runs._table_scores import table_query
+from eraudit_core.runs import table_query, with_control_origin
 from eraudit_core.store import SCHEMA_VERSION, Store, import_origin
 from eraudit_core.types import Paraphrase
 from tests import _synthetic as synthetic

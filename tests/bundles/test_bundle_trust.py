@@ -25,7 +25,7 @@ import pandas as pd
 import pytest
 
 from eraudit_core.cli import main
-from eraudit_core.runs._table_scores import table_query
+from eraudit_core.runs import table_query
 from eraudit_core.store import CONTENT_COLUMNS, Store, load_benchmark, pairs_content_digest
 from tests import _synthetic as synthetic
 from tests._forged_bundle import read_frames, write_frames

@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-import eraudit_core.runs._table_runs as table_runs
+import eraudit_core.runs._table_scores as table_runs
 from eraudit_core.cli import main
 from eraudit_core.runs import derive_without
 from eraudit_core.store import Store

@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from eraudit_core.method._degradation import (
+from eraudit_core.method import (
     DEFAULT_K,
     degradation_denominator,
     degradation_score,

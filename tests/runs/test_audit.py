@@ -25,8 +25,8 @@ from eraudit_core.runs import (
     items_from_table,
     read_score_table,
     table_digest,
+    table_query,
 )
-from eraudit_core.runs._table_scores import table_query
 from eraudit_core.store import Store
 
 COLUMNS = ["pair_id", "role", "generator", "idx", "text", "p_pre", "p_post"]

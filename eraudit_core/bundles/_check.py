@@ -40,27 +40,16 @@ from eraudit_core.bundles._cells import (
     _counts,
     _finite,
     _generators,
+    _is_null,
     _num,
     _same,
     _show,
+    _whole,
 )
-from eraudit_core.bundles._cells import _is_null as _is_null
-from eraudit_core.bundles._cells import _whole as _whole
 from eraudit_core.bundles._rows import (
-    PAIR_COLUMNS,
-    PROBABILITIES,
-    STEP_COLUMNS,
-    STEP_COLUMNS_ALL,
+    _need_columns,
     check_bundle_rows,
 )
-from eraudit_core.bundles._rows import _check_done_run_is_whole as _check_done_run_is_whole
-from eraudit_core.bundles._rows import _check_ids as _check_ids
-from eraudit_core.bundles._rows import _check_pair_draws as _check_pair_draws
-from eraudit_core.bundles._rows import _check_probabilities as _check_probabilities
-from eraudit_core.bundles._rows import _check_step_rows as _check_step_rows
-from eraudit_core.bundles._rows import _check_text_cells as _check_text_cells
-from eraudit_core.bundles._rows import _need_columns as _need_columns
-from eraudit_core.bundles._rows import _pools as _pools
 from eraudit_core.errors import InputError
 from eraudit_core.method import (
     AuditConfig,
@@ -75,19 +64,6 @@ from eraudit_core.method import (
 from eraudit_core.runs import table_query
 from eraudit_core.store import CONTENT_COLUMNS, pairs_content_digest
 from eraudit_core.types import Query
-
-__all__ = [
-    "PAIR_COLUMNS",
-    "PROBABILITIES",
-    "STEP_COLUMNS",
-    "STEP_COLUMNS_ALL",
-    "TOLERANCE",
-    "bundle_config",
-    "check_bundle_claims",
-    "check_bundle_rows",
-    "check_run_verdicts",
-    "replay_pair_verdict",
-]
 
 
 def bundle_config(

@@ -44,32 +44,12 @@ from eraudit_core.method import (
 from eraudit_core.runs._inputs import items_digest, run_test_generators
 from eraudit_core.runs._pace_gate import wait_for_pace
 from eraudit_core.runs._record import (
-    MAX_LABEL_CHARS,
-    MAX_NAME_CHARS,
     create_run_record,
-    default_run_label,
-    new_run_id,
 )
 from eraudit_core.runs._scorer_cache import CachedScorer
 from eraudit_core.runs._traffic import TrafficRecorder
 from eraudit_core.store import PairResult, StepRecord, Store
 from eraudit_core.types import Paraphrase, Query, RunStatus, Verifier
-
-# The score cache and the run record live in their own modules; these names stay importable
-# from here, where callers found them before.
-__all__ = [
-    "MAX_LABEL_CHARS",
-    "MAX_NAME_CHARS",
-    "AuditEngine",
-    "AuditItem",
-    "CachedScorer",
-    "Progress",
-    "ProgressCallback",
-    "create_run_record",
-    "default_run_label",
-    "new_run_id",
-    "shared_trunk",
-]
 
 
 @dataclass(frozen=True)

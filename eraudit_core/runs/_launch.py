@@ -22,30 +22,14 @@ from typing import Any
 from eraudit_core.errors import CancelledError, InputError
 from eraudit_core.jobs import Job, JobRunner
 from eraudit_core.method import AuditConfig, AuditItem
-from eraudit_core.runs._checkpoints import _load_checkpoints, register_checkpoint
+from eraudit_core.runs._checkpoints import _load_checkpoints
 from eraudit_core.runs._engine import AuditEngine, ProgressCallback
-from eraudit_core.runs._items import build_items, expected_queries, pool_warnings
+from eraudit_core.runs._items import build_items, pool_warnings
 from eraudit_core.runs._record import create_run_record, default_run_label, new_run_id
 from eraudit_core.runs._request import RunRequest, with_control_origin
 from eraudit_core.runs._step_reporter import StepReporter
 from eraudit_core.store import Store
 from eraudit_core.types import RunStatus
-
-# Names that moved to their own modules stay importable from here.
-__all__ = [
-    "StepReporter",
-    "build_items",
-    "check_resumable",
-    "execute_model_run",
-    "expected_queries",
-    "launch_audit",
-    "pool_warnings",
-    "prepare_model_run",
-    "register_checkpoint",
-    "resume_audit",
-    "resume_run",
-    "run_model_audit",
-]
 
 
 def prepare_model_run(

@@ -1,7 +1,7 @@
 """The layering contracts in pyproject.toml hold, and they do catch an upward import.
 
 Negative control: the same `lint-imports` run on a copy of the tree with one deliberately added
-upward import (store -> audit) must fail and name that import; a contract that cannot fail
+upward import (store -> method) must fail and name that import; a contract that cannot fail
 would pass both.
 """
 

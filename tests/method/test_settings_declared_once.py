@@ -20,13 +20,16 @@ from eraudit_core.method import (
     PRESETS,
     AuditConfig,
     Range,
+    RunRecord,
     comparison_fields,
     setting,
     setting_named,
     verdict_fields,
 )
 from eraudit_core.method import _settings as declared
+from eraudit_core.method import _stored_run as stored_run
 from eraudit_core.store import Store
+from eraudit_core.types import RunStatus
 from tests import _synthetic as synthetic
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,16 +131,21 @@ def test_without_the_fake_field_the_form_does_not_show_it(
 def test_the_fake_field_is_a_row_of_the_reports_settings_table(fake: None) -> None:
     from eraudit_core.present._report import _settings_table
 
-    run = {"run_id": "run-x", "status": "done", "provenance": {}, "pre_name": "a"}
-    html = str(_settings_table(run, WithFake(fake_threshold=0.375)))
+    def run(config: AuditConfig) -> RunRecord:
+        return RunRecord("run-x", None, RunStatus.DONE, config, {}, 0, pre_name="a")
+
+    html = str(_settings_table(run(WithFake(fake_threshold=0.375))))
     assert FAKE_LABEL in html and "0.375" in html
-    assert FAKE_LABEL not in str(_settings_table(run, AuditConfig()))
+    assert FAKE_LABEL not in str(_settings_table(run(AuditConfig())))
 
 
 def test_the_fake_field_is_compared_and_an_older_config_has_its_default(
-    fake: None, store_env: synthetic.SyntheticInfo
+    fake: None, store_env: synthetic.SyntheticInfo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from eraudit_core.present import run_differences
+
+    # stored runs read back (`RunRecord`) with the field declared, as the comparison reads them
+    monkeypatch.setattr(stored_run, "AuditConfig", WithFake)
 
     assert "fake_threshold" in comparison_fields() and "fake_threshold" in verdict_fields()
     with Store(os.environ["ERAUDIT_DB"]) as store:

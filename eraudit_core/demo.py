@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from eraudit_core.audit import DEMO_PRESET
+from eraudit_core.method import DEMO_PRESET
 from eraudit_core.paths import DATA_DIR
 from eraudit_core.store import Store, load_bundled_benchmark
 from eraudit_core.types import RunStatus
@@ -315,7 +315,8 @@ def _ensure_run_set(
     info: DemoInfo,
     should_cancel: Callable[[], bool] | None,
 ) -> None:
-    from eraudit_core.audit import AuditConfig, audit_table_run, noise_floor_record
+    from eraudit_core.method import AuditConfig, noise_floor_record
+    from eraudit_core.runs import audit_table_run
 
     manifest_path = DEMO_RUNS_DIR / run_set.manifest
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}

@@ -21,7 +21,7 @@ Role = Literal["monitored", "hidden", "search", "test"]
 
 class Verdict(StrEnum):
     """What one question's audit concluded (docs/design.md §4; decided in
-        eraudit_core.audit._pair_audit). The same four words name a stored pair's status, a run's
+        eraudit_core.method._pair_audit). The same four words name a stored pair's status, a run's
         headline verdict, the CLI's JSON and the bundles: a member equals its word, so stored
         values and comparisons with plain text keep working. Listed in the order the views,
     legends and tables show them."""

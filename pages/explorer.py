@@ -133,7 +133,7 @@ if reading is not None and not reading["mismatches"]:
     st.markdown(widgets.md_escape(present.null_detail_sentence(reading, pair_id) or ""))
 
 d = explore.pair_detail(run_id, pair_id)
-row, config = d["row"], d["run"]["config"]
+row, config = d["row"], d["run"].config
 st.markdown(f"**Verdict:** {widgets.status_badge(row['status'])}")
 st.caption("Hidden question (never monitored during adaptation)")
 st.text(row["hidden_question"])
@@ -153,7 +153,7 @@ c[0].metric("P(true) hidden, before", widgets.fmt(row["p_pre_hidden"]))
 c[1].metric("P(true) hidden, after", widgets.fmt(row["p_post_hidden"]))
 c[2].metric("largest D", widgets.fmt(row["max_d"]))
 c[3].metric(
-    f"bound (confidence {config['confidence']})",
+    f"bound (confidence {config.confidence})",
     present.NOT_RUN
     if row["status"] != Verdict.DEGRADED and not int(row["n_test"] or 0)
     else widgets.fmt(row["bound"]),
@@ -167,14 +167,12 @@ if d["trajectory"].empty:  # a sentence, not an empty chart whose note a phone c
 else:
     st.plotly_chart(
         present.bound_trajectory_figure(
-            d["trajectory"], title="Bound per test generator", target=config.get("target")
+            d["trajectory"], title="Bound per test generator", target=config.target
         ),
         key="explorer-trajectory",
     )
-st.plotly_chart(
-    present.paraphrase_d_figure(d["steps"], epsilon=config["epsilon"]), key="explorer-d"
-)
-rows = rewordings.show(run_id, pair_id, str(row["hidden_question"]), config["epsilon"])
+st.plotly_chart(present.paraphrase_d_figure(d["steps"], epsilon=config.epsilon), key="explorer-d")
+rows = rewordings.show(run_id, pair_id, str(row["hidden_question"]), config.epsilon)
 with st.expander("Label a rewording, or exclude labelled ones"):
     rewordings.label_form(run_id, pair_id, rows)
     rewordings.exclusion(run_id)

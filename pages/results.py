@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from eraudit_core import present
-from eraudit_core.audit import RunRecord
+from eraudit_core.method import RunRecord
 from eraudit_core.types import Verdict
 from ui import (
     cached_views,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from eraudit_core.audit import PRESETS, Section
+from eraudit_core.method import PRESETS, Section
 from ui import calibrate, entry, run_picking, runview, settings_form, store_access
 
 entry.ensure_navigation()

@@ -44,7 +44,6 @@ from typing import Any
 
 import pandas as pd
 
-from eraudit_core.audit import AuditConfig, CachedScorer, build_items
 from eraudit_core.demo import (
     DEMO_AUDIT_SETTINGS,
     DEMO_RUN_SETS,
@@ -53,6 +52,8 @@ from eraudit_core.demo import (
     ensure_demo_inputs,
 )
 from eraudit_core.errors import InputError
+from eraudit_core.method import AuditConfig
+from eraudit_core.runs import CachedScorer, build_items
 from eraudit_core.store import Store
 from eraudit_core.verifier import ArmFolder, read_arm_folder
 from eraudit_core.verifier._arm_folder import outside_weights

@@ -13,12 +13,12 @@ import argparse
 import numpy as np
 from statsmodels.stats.proportion import proportion_confint
 
-from eraudit_core.audit import null_threshold
 from eraudit_core.null import (
     BEYOND,
     K_SIM,
     Scenario,
     more_dispersed,
+    null_threshold,
     paired_dispersion,
     paired_t,
     primary_test,

@@ -42,9 +42,9 @@ sys.path.insert(0, str(ROOT))
 
 def one_audit(db: str, separate: bool = False) -> dict:
     """The one-click audit in this process; returns its steps and timings."""
-    from eraudit_core.audit import RunRequest, _engine, launch_audit
     from eraudit_core.demo import demo_live_config, ensure_demo
     from eraudit_core.jobs import JobRunner
+    from eraudit_core.runs import RunRequest, _engine, launch_audit
     from eraudit_core.store import Store
 
     if separate:

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from eraudit_core.audit import AuditConfig, audit_table_run
+from eraudit_core.method import AuditConfig
+from eraudit_core.runs import audit_table_run
 from eraudit_core.store import Store
-from tests.audit.test_audit import hidden, monitored, write_table
+from tests.runs.test_audit import hidden, monitored, write_table
 
 PRE = 0.75
 CONTROL_POST = 0.70

@@ -11,8 +11,8 @@ text folded into the first user turn).
 The weights are random; then the output head alone is trained for a second on the probe
 questions (a logistic regression on the random body's hidden states), so that the model
 answers at its family's answer slot, as the real models do: after the Harmony final channel,
-after a closed think block, after the assistant header / model turn and `Answer:`. At the slot
-the studio used to read for every model (generation prompt + `Answer:`) the Harmony and Qwen
+after a closed think block, after the assistant header / model turn and `Answer:`. At the one
+slot a reader might use for every model (generation prompt + `Answer:`) the Harmony and Qwen
 models are trained to open markdown bold (" **", which the reference code's prefix sweep notes
 for Qwen3 and Gemma) instead of a label, so reading there is a wrong slot with low label mass.
 """

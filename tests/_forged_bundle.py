@@ -20,14 +20,9 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from eraudit_core.audit import (
-    bundle_config,
-    degradation_denominator,
-    is_counterexample,
-    monitored_gain,
-    replay_pair_verdict,
-)
+from eraudit_core.bundles import bundle_config, replay_pair_verdict
 from eraudit_core.cli import main
+from eraudit_core.method import degradation_denominator, is_counterexample, monitored_gain
 from eraudit_core.store import RUN_TABLES, Store
 from tests._synthetic import build_synthetic_store
 

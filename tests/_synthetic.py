@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from eraudit_core.audit import AuditConfig, AuditEngine, TableVerifier, items_from_table
+from eraudit_core.method import AuditConfig
+from eraudit_core.runs import AuditEngine, TableVerifier, items_from_table
 from eraudit_core.store import Benchmark, Store, parse_benchmark
 from eraudit_core.types import Pair, Paraphrase
 

@@ -25,7 +25,7 @@ def _run_views(
     path: str, run_id: str, status: str, pairs_done: int, finished_at: str
 ) -> dict[str, Any]:
     from eraudit_core import present
-    from eraudit_core.audit import RunRecord
+    from eraudit_core.method import RunRecord
 
     store = open_store(path)
     run = RunRecord.read(store, run_id)

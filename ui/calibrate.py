@@ -10,15 +10,9 @@ from typing import Any
 
 import streamlit as st
 
-from eraudit_core.audit import (
-    EpsilonSource,
-    audited_model,
-    calibrate_epsilon,
-    calibrate_null,
-    epsilon_source,
-    parse_percentiles,
-)
 from eraudit_core.errors import InputError
+from eraudit_core.null import audited_model, calibrate_epsilon, calibrate_null, parse_percentiles
+from eraudit_core.runs import EpsilonSource, epsilon_source
 from ui import run_picking, store_access, widgets
 
 NO_CALIBRATION = "(state epsilon yourself)"

@@ -23,7 +23,7 @@ def register_checkpoint(
     to try); `readout` overrides the detected readout profile. A served checkpoint is checked
     against its earlier registration (its probe question must still get the same log-probs)
     before anything is stored."""
-    from eraudit_core.audit import register_checkpoint as register
+    from eraudit_core.runs import register_checkpoint as register
     from eraudit_core.verifier import load_checkpoint, parse_spec
 
     spec = parse_spec(spec_text)

@@ -9,6 +9,7 @@ import streamlit as st
 
 from eraudit_core import present
 from eraudit_core.errors import InputError
+from eraudit_core.method import AuditConfig, RunRecord
 from eraudit_core.types import Verdict
 from ui import run_picking, store_access
 
@@ -103,7 +104,7 @@ def pair_detail(run_id: str, pair_id: str) -> dict[str, Any]:
             options = None
     steps = store.steps(run_id, pair_id)
     return {
-        "run": run,
+        "run": RunRecord.from_stored(run),
         "row": row,
         "pair": options,
         "steps": steps,
@@ -145,7 +146,7 @@ def why_this_verdict(run_id: str, pair_id: str) -> None:
 def label_mass_note(run_id: str) -> None:
     """The run's label mass per checkpoint (median, min over its scored prompts), one line:
     little mass means the labels were read where the model does not answer (docs/design.md §3)."""
-    from eraudit_core.audit import run_label_mass
+    from eraudit_core.runs import run_label_mass
 
     parts = []
     for side, mass in run_label_mass(store_access.get_store(), run_id).items():
@@ -160,18 +161,18 @@ def label_mass_note(run_id: str) -> None:
         )
 
 
-def bound_notes(row: Mapping[str, Any], config: Mapping[str, Any]) -> None:
+def bound_notes(row: Mapping[str, Any], config: AuditConfig) -> None:
     """What the bound is about, per generator, and the failure-tolerant bound where it holds."""
     gens = row.get("generators") or []
     how = (
-        f"drawn uniformly at random without replacement from its pool (seed {config['draw_seed']})"
-        if config.get("draw_seed") is not None
+        f"drawn uniformly at random without replacement from its pool (seed {config.draw_seed})"
+        if config.draw_seed is not None
         else "taken in the score table's order"
     )
     if gens:
         about = (
             "The bound is about a paraphrase drawn at random from each test generator's pool"
-            if config.get("draw_seed") is not None
+            if config.draw_seed is not None
             else "The bound is about the next paraphrase in the table's order from each test "
             "generator's pool (it speaks for the pool only as far as that order is as good as "
             "random)"

@@ -1,6 +1,6 @@
 """The Run page's live panel: a running audit as an auditor reads it, polled from the store.
 
-The background thread (eraudit_core.audit via JobRunner) never calls streamlit; the panel is an
+The background thread (eraudit_core.runs via JobRunner) never calls streamlit; the panel is an
 `st.fragment(run_every=...)` that re-reads the store, so a browser reload, a second tab or a
 restarted app all see the same state. Progress, rate and time left come from
 `present.live_progress` (paraphrases as they are written, a moving-window rate, elapsed time
@@ -147,14 +147,13 @@ def _chart(path: str, run_id: str, pair_id: str, n_steps: int, text: str):  # ty
     """The question's bound on fixed axes (`present.live_bound_figure`), titled by its text;
     built again only when the run's step count changed (a refresh between two batches sends
     the same figure without computing it)."""
-    from eraudit_core.audit import AuditConfig
+    from eraudit_core.method import RunRecord
 
     steps = _steps(path, run_id, n_steps)
-    rec = store_access.get_store().run(run_id)
     return present.live_bound_figure(
         steps[steps["pair_id"] == pair_id],
         title=safe_label(text, 90),
-        config=AuditConfig.from_dict(rec["config"]),
+        config=RunRecord.read(store_access.get_store(), run_id).config,
     )
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import streamlit as st
 
 from eraudit_core import present
-from eraudit_core.audit import derive_without, selection_note
 from eraudit_core.errors import InputError, StoreError
+from eraudit_core.runs import derive_without, selection_note
 from eraudit_core.store import NOT_MEANING_PRESERVING, PARAPHRASE_LABELS
 from ui import run_picking, store_access
 

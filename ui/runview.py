@@ -9,14 +9,14 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from eraudit_core.audit import AuditConfig, EpsilonSource, RunRequest, make_config
 from eraudit_core.errors import InputError, StoreError
-from eraudit_core.null import FULL_BUDGETS_NOTE, request_with_control
+from eraudit_core.method import AuditConfig, make_config
+from eraudit_core.runs import FULL_BUDGETS_NOTE, EpsilonSource, RunRequest, request_with_control
 from eraudit_core.types import ACTIVE_RUN_STATUSES, RESUMABLE_RUN_STATUSES
 from ui import checkpoints, live_threads, store_access, widgets
 
 # Help of the form's fields that are not settings of the audit (those are declared with
-# the settings, eraudit_core.audit.settings).
+# the settings, `eraudit_core.method.settings()`).
 FORM_HELP = {
     "benchmark": "The question pairs to audit (import more on the Setup page).",
     "n_first": "Audit the first N hidden questions of the benchmark, in its order.",
@@ -189,7 +189,7 @@ def start_panel(benchmark_id: str, pair_ids: list[str], request: RunRequest | No
 
 
 def cost(benchmark_id: str, pair_ids: list[str], config: AuditConfig) -> dict[str, Any] | None:
-    from eraudit_core.audit import expected_queries
+    from eraudit_core.runs import expected_queries
 
     try:
         return expected_queries(store_access.get_store(), benchmark_id, pair_ids, config)
@@ -218,7 +218,7 @@ def pool_summary(cost: dict[str, Any], config: AuditConfig) -> None:
 
 def launch(request: RunRequest) -> str:
     """Validate the checkpoint specs here (fast), then start the run in the background."""
-    from eraudit_core.audit import launch_audit
+    from eraudit_core.runs import launch_audit
 
     for spec in (request.pre_spec, request.post_spec):
         checkpoints.validate_checkpoint_spec(spec)
@@ -231,7 +231,7 @@ def launch(request: RunRequest) -> str:
 def resume(run_id: str) -> None:
     """The Resume button's callback: the run goes on in this process and the page watches it;
     a run that cannot go on leaves its error for the Unfinished runs list to show."""
-    from eraudit_core.audit import resume_audit
+    from eraudit_core.runs import resume_audit
 
     run_id = str(run_id)
     try:

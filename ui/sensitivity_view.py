@@ -16,6 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from eraudit_core.errors import InputError
+from eraudit_core.method import RunRecord
 from eraudit_core.paths import DATA_DIR
 from ui import store_access, widgets
 
@@ -71,17 +72,17 @@ def runs_table(run_ids: list[str], outcome: str) -> tuple[pd.DataFrame, pd.DataF
     store = store_access.get_store()
     frames = []
     for rid in run_ids:
-        run = store.run(rid)
+        run = RunRecord.read(store, rid)
         pairs = store.pair_results(rid)
         if pairs.empty:
             continue
-        gens = run["config"].get("test_generators") or []
+        gens = list(run.config.test_generators)
         frames.append(
             pairs.assign(
                 run_id=rid,
-                run_label=run.get("label") or rid,
+                run_label=run.name,
                 generator_condition="+".join(gens) or "default",
-                checkpoint_pair=f"{run.get('pre_name')} -> {run.get('post_name')}",
+                checkpoint_pair=f"{run.pre_name} -> {run.post_name}",
             )
         )
     if not frames:
@@ -216,15 +217,6 @@ def dropped_rollouts(dropped: pd.DataFrame) -> None:
     with st.expander(f"Dropped rollouts ({dropped['rollout'].nunique()}), with their reasons"):
         cols = [c for c in ("rollout", "reason", "source") if c in dropped.columns]
         st.dataframe(dropped[cols], hide_index=True, width="stretch", key="sens-dropped")
-
-
-def cited_message(messages: object, message_id: str) -> dict[str, str] | None:
-    """The transcript message with this id ({id, role, text}), or None when the rollouts file
-    has no messages or the judge cited a message outside the kept branch."""
-    for m in messages if isinstance(messages, list) else []:
-        if isinstance(m, dict) and str(m.get("id")) == str(message_id):
-            return {k: str(m.get(k) or "") for k in ("id", "role", "text")}
-    return None
 
 
 def _highlighted(pieces: list[tuple[str, bool]]) -> str:

@@ -1,4 +1,4 @@
-"""The Run form's audit settings, drawn from their declarations (`eraudit_core.audit.settings`):
+"""The Run form's audit settings, drawn from their declarations (`eraudit_core.method.settings()`):
 one widget per setting chosen by its kind, with its label, help and valid range, opening on
 the chosen preset. No setting has a widget of its own here, so a new setting shows up on the
 form by being declared.
@@ -13,7 +13,8 @@ from typing import Any
 
 import streamlit as st
 
-from eraudit_core.audit import (
+from eraudit_core.errors import InputError
+from eraudit_core.method import (
     PRESETS,
     Kind,
     Preset,
@@ -23,7 +24,6 @@ from eraudit_core.audit import (
     null_threshold_fields,
     setting_named,
 )
-from eraudit_core.errors import InputError
 from ui import store_access
 
 APPLIED = "settings-preset-applied"

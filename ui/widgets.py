@@ -203,7 +203,7 @@ def launch_demo_audit(demo: dict[str, Any]) -> str | None:
     """Start the one-click live audit (demo:base vs demo:concealed on a few pairs), unless one
     is already under way: then say which, and start nothing (two would share the machine and
     one label)."""
-    from eraudit_core.audit import RunRequest, launch_audit
+    from eraudit_core.runs import RunRequest, launch_audit
 
     busy = running_demo_audit()
     if busy is not None:

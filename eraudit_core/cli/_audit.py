@@ -111,9 +111,10 @@ def cmd_import_benchmark(args: argparse.Namespace) -> int:
 
 
 def cmd_audit_table(args: argparse.Namespace) -> int:
-    from eraudit_core.audit import (
-        AuditedContent,
+    from eraudit_core.null import AuditedContent
+    from eraudit_core.runs import (
         audit_table_run,
+        check_control,
         default_run_label,
         items_from_table,
         new_run_id,
@@ -121,7 +122,6 @@ def cmd_audit_table(args: argparse.Namespace) -> int:
         run_provenance_extras,
         with_control_origin,
     )
-    from eraudit_core.null import check_control
     from eraudit_core.store import Store
 
     df = read_score_table(args.scores)
@@ -156,9 +156,14 @@ def cmd_audit_table(args: argparse.Namespace) -> int:
 
 
 def cmd_audit_models(args: argparse.Namespace) -> int:
-    from eraudit_core.audit import RunRequest, audited_model, run_model_audit
     from eraudit_core.demo import ensure_demo_inputs
-    from eraudit_core.null import FULL_BUDGETS_NOTE, request_with_control
+    from eraudit_core.null import audited_model
+    from eraudit_core.runs import (
+        FULL_BUDGETS_NOTE,
+        RunRequest,
+        request_with_control,
+        run_model_audit,
+    )
     from eraudit_core.store import Store
     from eraudit_core.verifier import parse_spec
 
@@ -204,13 +209,13 @@ def cmd_audit_models(args: argparse.Namespace) -> int:
 
 def _null_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The audit's settings a control (or a null calibration) must match."""
-    from eraudit_core.audit import null_threshold_fields
+    from eraudit_core.method import null_threshold_fields
 
     return {name: getattr(args, name) for name in null_threshold_fields()}
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from eraudit_core.audit import resume_run
+    from eraudit_core.runs import resume_run
     from eraudit_core.store import Store
 
     with Store(args.db) as store, ctrl_c_cancels() as ctrl_c:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from eraudit_core.audit import export_run_bundle, import_run_bundle
+from eraudit_core.bundles import export_run_bundle, import_run_bundle
 from eraudit_core.store import Store
 
 

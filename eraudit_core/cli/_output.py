@@ -38,14 +38,9 @@ def pair_summary_json(
     object a pair with its evidence (worst_drop, den, amplified, within_noise) and its null
     verdict and detail (None without a control). `control_seeds`: other runs of the control
     recipe to read against too (default: the run's own)."""
-    from eraudit_core.audit import (
-        RunRecord,
-        manipulation_json,
-        pair_evidence,
-        rerun_note,
-        run_label_mass,
-    )
+    from eraudit_core.method import RunRecord, manipulation_json, pair_evidence
     from eraudit_core.null import null_json, null_reading
+    from eraudit_core.runs import rerun_note, run_label_mass
 
     df = store.pair_results(run_id)
     run = store.run(run_id)

@@ -1,7 +1,7 @@
 """`eraudit report` and `eraudit export`: share stored runs without opening the dashboard.
 
 Neither replaces an existing file unless asked (`--force`), and nothing ever writes over a
-DuckDB store (a mistyped `--out S.duckdb` used to replace the store with HTML).
+DuckDB store (a mistyped `--out S.duckdb` would otherwise replace the store with HTML).
 """
 
 from __future__ import annotations

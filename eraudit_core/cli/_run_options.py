@@ -16,9 +16,9 @@ from eraudit_core.errors import InputError
 
 def _config_args(p: argparse.ArgumentParser, *, model_run: bool) -> None:
     """The options of a run's settings, generated from AuditConfig's fields (help, defaults
-    and valid values stated once, in eraudit_core/audit/_config.py), plus where epsilon
+    and valid values stated once, in eraudit_core/method/_config.py), plus where epsilon
     comes from, a declared noise floor and a control run."""
-    from eraudit_core.audit import Cli, cli_fields
+    from eraudit_core.method import Cli, cli_fields
 
     uses = (Cli.OPTION, Cli.MODEL_RUN) if model_run else (Cli.OPTION,)
     names = []
@@ -68,7 +68,7 @@ def _config_args(p: argparse.ArgumentParser, *, model_run: bool) -> None:
 def _config(args: argparse.Namespace, **extra: Any) -> Any:
     """The AuditConfig the generated options describe; `extra` sets the others, and wins
     (an epsilon taken from a calibration replaces --epsilon)."""
-    from eraudit_core.audit import Cli, cli_fields, make_config
+    from eraudit_core.method import Cli, cli_fields, make_config
 
     values = {name: getattr(args, name) for name in args.config_fields}
     # the settings of the checkpoint options, where this command has them
@@ -83,7 +83,8 @@ def _epsilon_source(store: Any, args: argparse.Namespace, audited: Any) -> Any:
     """The calibration `--epsilon-from` names (None when epsilon is stated), its warnings
     printed. `audited` is what the audit judges (`AuditedContent`), for the selection check;
     a null calibration must have been made at this audit's k and budgets."""
-    from eraudit_core.audit import epsilon_source, null_threshold_fields
+    from eraudit_core.method import null_threshold_fields
+    from eraudit_core.runs import epsilon_source
 
     _check_control(store, args)
     if args.epsilon_from is None:

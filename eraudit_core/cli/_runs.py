@@ -180,7 +180,7 @@ def _completeness(run: dict[str, Any], n_done: int) -> str:
 
 
 def cmd_sweeps(args: argparse.Namespace) -> int:
-    from eraudit_core.audit import AuditConfig
+    from eraudit_core.method import AuditConfig
     from eraudit_core.present import DEFAULT_EPSILONS, confidence_sweep, run_epsilon_sweep
     from eraudit_core.store import Store
 
@@ -229,7 +229,7 @@ def cmd_sweeps(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate_epsilon(args: argparse.Namespace) -> int:
-    from eraudit_core.audit import calibrate_epsilon, calibrate_null, parse_percentiles
+    from eraudit_core.null import calibrate_epsilon, calibrate_null, parse_percentiles
     from eraudit_core.store import Store
 
     with Store(args.db) as store:

@@ -1,4 +1,4 @@
-"""Command-line options generated from the declared audit settings (`eraudit_core.audit`'s
+"""Command-line options generated from the declared audit settings (`eraudit_core.method`'s
 `settings()`): each option's flag, parser, default and help come from its setting, so the CLI
 shows the words the Run form and the report show."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from eraudit_core.audit import Kind, Setting, settings, valid_text
 from eraudit_core.cli._option_types import name_list, non_empty, strict_float, strict_int
+from eraudit_core.method import Kind, Setting, settings, valid_text
 
 _PARSERS: dict[Kind, Any] = {
     Kind.NUMBER: strict_float,

@@ -12,9 +12,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from eraudit_core.audit import Cli, cli_fields
 from eraudit_core.cli._setting_options import add_setting_option
 from eraudit_core.errors import InputError
+from eraudit_core.method import Cli, cli_fields
 from eraudit_core.verifier import PROFILES
 
 

@@ -16,15 +16,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from eraudit_core.audit import (
+from eraudit_core.errors import InputError
+from eraudit_core.method import RunRecord, control_fields, stored_setting
+from eraudit_core.null._calibration_overlap import (
     BASE_TOLERANCE,
     AuditedContent,
-    control_fields,
     is_table_run,
     null_mismatches,
     stored_rewordings,
 )
-from eraudit_core.errors import InputError
 from eraudit_core.null._paired import (
     BETTER,
     BEYOND,
@@ -86,7 +86,8 @@ def run_null_level(run: Mapping[str, Any]) -> float:
 def stored_mismatches(store: Store, run_id: str, control: str) -> list[dict[str, Any]]:
     """`null_mismatches` of a stored run against a stored control."""
     run = store.run(run_id)
-    settings = {k: run["config"].get(k) for k in NULL_SETTINGS_KEYS if k in run["config"]}
+    config = RunRecord.from_stored(run).config
+    settings = {k: stored_setting(config, k) for k in NULL_SETTINGS_KEYS}
     if is_table_run(run):
         rows = store.table_rows(run_id)
         audited = AuditedContent(
@@ -289,7 +290,8 @@ def _secondary(
 ) -> dict[str, Any]:
     """The paper's verdicts of arm and control by exact McNemar (Holm-adjusted), when the
     verdict settings agree; else which settings differ."""
-    differ = [k for k in VERDICT_KEYS if run["config"].get(k) != crun["config"].get(k)]
+    arm, control = RunRecord.from_stored(run).config, RunRecord.from_stored(crun).config
+    differ = [k for k in VERDICT_KEYS if getattr(arm, k) != getattr(control, k)]
     if differ:
         return {"tests": None, "note": f"the paper's verdicts use other {', '.join(differ)}"}
     a, c = a.set_index("pair_id"), c.set_index("pair_id")

@@ -18,23 +18,20 @@ from typing import Any
 
 import pandas as pd
 
-from eraudit_core.audit import (
-    DEFAULT_NULL_LEVEL,
+from eraudit_core.errors import InputError
+from eraudit_core.method import (
     TABLE_PROMPT_NOTE,
     RunRecord,
-    null_threshold,
     pair_evidence,
-    question_maxima,
-    rerun_note,
     run_noise_floor_value,
     why_sentence,
     word_diff,
 )
-from eraudit_core.errors import InputError
-from eraudit_core.null import null_reading
+from eraudit_core.null import DEFAULT_NULL_LEVEL, null_reading, null_threshold, question_maxima
 from eraudit_core.present import _views as views
 from eraudit_core.present._compare import run_differences
 from eraudit_core.present._null_view import null_counts_sentence
+from eraudit_core.runs import rerun_note
 from eraudit_core.store import Store
 
 EVIDENCE_COLUMNS = [

@@ -26,14 +26,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from eraudit_core.audit import (
+from eraudit_core.method import RunRecord, comparison_fields, stored_setting
+from eraudit_core.null import (
     base_difference,
-    comparison_fields,
+    exact_mcnemar,
     is_table_run,
+    null_json,
+    null_reading,
+    question_stories,
     stored_rewordings,
-    stored_setting,
 )
-from eraudit_core.null import exact_mcnemar, null_json, null_reading, question_stories
 from eraudit_core.present._compare_words import differences_sentence
 from eraudit_core.store import Store
 from eraudit_core.types import Verdict
@@ -60,10 +62,11 @@ def run_differences(store: Store, run_a: str, run_b: str) -> list[dict[str, Any]
     digest of each set's paraphrase TEXTS, for sets of equal size: a score table's
     probabilities are results, not settings) and `questions` (pair ids)."""
     ra, rb = store.run(run_a), store.run(run_b)
+    ca, cb = RunRecord.from_stored(ra).config, RunRecord.from_stored(rb).config
     out = [
         {"field": key, "a": a, "b": b}
         for key in comparison_fields()
-        if (a := stored_setting(ra["config"], key)) != (b := stored_setting(rb["config"], key))
+        if (a := stored_setting(ca, key)) != (b := stored_setting(cb, key))
     ]
     out.extend(base_and_generators(store, run_a, run_b))
     sa, sb = _sets(ra), _sets(rb)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import textwrap
 from typing import Any
 
-from eraudit_core.audit import field_label
 from eraudit_core.errors import InputError
+from eraudit_core.method import field_label
 
 
 def _shown(value: Any) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from eraudit_core.audit import (
+from eraudit_core.method import (
     GeneratorStop,
     prompt_texts,
     run_manipulation,

@@ -14,9 +14,10 @@ from typing import Any, Literal
 
 import pandas as pd
 
-from eraudit_core.audit import run_noise_floor_value, tool_version
 from eraudit_core.errors import InputError
+from eraudit_core.method import run_noise_floor_value
 from eraudit_core.paths import check_output_dir
+from eraudit_core.runs import tool_version
 from eraudit_core.store import Store
 from eraudit_core.text import csv_text
 from eraudit_core.types import Verdict

@@ -20,10 +20,11 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 
-from eraudit_core.audit import AuditConfig, build_items, items_from_table, read_score_table
 from eraudit_core.errors import InputError
+from eraudit_core.method import AuditConfig, RunRecord
 from eraudit_core.present._plots import bound_trajectory_figure
 from eraudit_core.present._views import bound_trajectory_frame
+from eraudit_core.runs import build_items, items_from_table, read_score_table
 from eraudit_core.store import Store
 from eraudit_core.types import ACTIVE_RUN_STATUSES, RunStatus
 
@@ -138,7 +139,7 @@ def run_plans(store: Store, run: Mapping[str, Any]) -> dict[str, int]:
     each question's pool sizes; when they cannot be read (a run from another machine, a table
     that moved), the budgets are the plan and questions not yet started get placeholder ids.
     """
-    config = AuditConfig.from_dict(run["config"])
+    config = RunRecord.from_stored(run).config
     items = _recorded_items(store, run, config)
     if items is not None:
         return {
@@ -158,7 +159,7 @@ def run_plans(store: Store, run: Mapping[str, Any]) -> dict[str, int]:
 def run_question_texts(store: Store, run: Mapping[str, Any]) -> dict[str, str]:
     """pair id -> hidden question, from the run's recorded inputs (empty when unreadable), so
     a question can be named before its verdict is stored."""
-    items = _recorded_items(store, run, AuditConfig.from_dict(run["config"])) or []
+    items = _recorded_items(store, run, RunRecord.from_stored(run).config) or []
     return {it.pair_id: " ".join(it.hidden.question.split()) for it in items}
 
 

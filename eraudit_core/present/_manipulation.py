@@ -8,7 +8,7 @@ all start from `audit.manipulation_check` through these sentences.
 
 from __future__ import annotations
 
-from eraudit_core.audit import ManipulationCheck, run_manipulation
+from eraudit_core.method import ManipulationCheck, run_manipulation
 from eraudit_core.store import Store
 
 NOT_TAKEN = "the adaptation did not take"

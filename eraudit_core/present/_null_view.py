@@ -8,8 +8,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from eraudit_core.audit import mismatch_sentence
-from eraudit_core.null import DISPERSION_RATIO, format_p, null_reading, primary_sentence
+from eraudit_core.null import (
+    DISPERSION_RATIO,
+    format_p,
+    mismatch_sentence,
+    null_reading,
+    primary_sentence,
+)
 from eraudit_core.store import Store
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from eraudit_core.audit import RunRecord, manipulation_check
+from eraudit_core.method import RunRecord, manipulation_check
 from eraudit_core.present._compare import compare_runs, format_p
 from eraudit_core.present._views import confidence_sweep, run_epsilon_sweep, standard_evaluation
 from eraudit_core.store import Store

@@ -24,13 +24,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 
-from eraudit_core.audit import (
-    AuditConfig,
-    config_settings,
-    run_label_mass,
-    run_noise_floor_value,
-)
 from eraudit_core.errors import InputError
+from eraudit_core.method import AuditConfig, RunRecord, config_settings, run_noise_floor_value
 from eraudit_core.present import _plots as plots
 from eraudit_core.present import _story as story
 from eraudit_core.present import _views as views
@@ -47,6 +42,7 @@ from eraudit_core.present._html import Markup, render, script_text
 from eraudit_core.present._null_view import headline_from, null_sentences
 from eraudit_core.present._tables import table_html
 from eraudit_core.present._verdict_wording import run_verdict
+from eraudit_core.runs import run_label_mass
 from eraudit_core.store import Store
 from eraudit_core.types import Verdict
 
@@ -65,23 +61,23 @@ def _figure_html(fig: go.Figure, div_id: str) -> Markup:
     )
 
 
-def _settings_table(run: dict[str, Any], config: AuditConfig) -> Markup:
+def _settings_table(run: RunRecord) -> Markup:
     """The run's settings: every AuditConfig field (label and value from its metadata), then
     what the run itself recorded (checkpoints, noise floor, where epsilon came from)."""
-    prov = run["provenance"]
+    prov = run.provenance
     floor = run_noise_floor_value(prov)
     rows = [
-        ("run id", run["run_id"]),
-        ("status", run.get("status")),
-        ("before adaptation (pre)", run.get("pre_name")),
-        ("after adaptation (post)", run.get("post_name")),
-        *config_settings(config),
+        ("run id", run.run_id),
+        ("status", run.status),
+        ("before adaptation (pre)", run.pre_name),
+        ("after adaptation (post)", run.post_name),
+        *config_settings(run.config),
         ("numerical precision of the scorer", "none" if floor is None else f"{floor:.3g}"),
         ("epsilon from", (prov.get("epsilon_from") or {}).get("calibration", "stated")),
         ("control run", prov.get("control_run") or "none"),
         (
             "model queries scored / read from cache",
-            f"{run.get('queries_scored')} / {run.get('queries_cached')}",
+            f"{run.queries_scored} / {run.queries_cached}",
         ),
     ]
     return table_html(pd.DataFrame(rows, columns=["setting", "value"]), key_value=True)
@@ -89,28 +85,29 @@ def _settings_table(run: dict[str, Any], config: AuditConfig) -> Markup:
 
 def _run_section(store: Store, run_id: str, index: int) -> tuple[Markup, dict[str, Any]]:
     run = store.run(run_id)
-    config = AuditConfig.from_dict(run["config"])
+    record = RunRecord.from_stored(run)
+    config = record.config
     data = views.run_views(store, run_id)
     pairs = data["pairs"]
     verdict = run_verdict(run, pairs)
     control = control_summary(store, run_id)
     context: dict[str, Any] = {
         "index": index,
-        "name": str(run.get("label") or run_id),
+        "name": record.name,
         "imported_note": views.imported_note(run),
         "contrast": story.contrast_lead(store, run_id),
         "verdict": verdict,
         "noise_floor_sentence": noise_floor_sentence(store, run_id),
         "control_sentence": control_sentence(control) if control is not None else None,
         "null_headline": (
-            headline_from(control["null"], str(run.get("label") or run_id))
+            headline_from(control["null"], record.name)
             if control is not None and control.get("null")
             else None
         ),
         "null_sentences": (
             null_sentences(control["null"]) if control is not None and control.get("null") else []
         ),
-        "settings_table": _settings_table(run, config),
+        "settings_table": _settings_table(record),
         "has_pairs": not pairs.empty,
     }
     if not pairs.empty:

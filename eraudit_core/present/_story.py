@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from eraudit_core.audit import run_manipulation
 from eraudit_core.errors import InputError
+from eraudit_core.method import run_manipulation
 from eraudit_core.null import null_reading
 from eraudit_core.present import _views as views
 from eraudit_core.present._compare import (

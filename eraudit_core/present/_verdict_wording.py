@@ -13,17 +13,12 @@ from typing import Any
 
 import pandas as pd
 
-from eraudit_core.audit import (
-    AuditConfig,
-    epsilon_from_sentence,
-    manipulation_check,
-    rerun_note,
-    run_noise_floor_value,
-    selection_note,
-)
+from eraudit_core.method import AuditConfig, RunRecord, manipulation_check, run_noise_floor_value
+from eraudit_core.null import epsilon_from_sentence
 from eraudit_core.present import _views as views
 from eraudit_core.present._first_screen import with_paper_count
 from eraudit_core.present._manipulation import not_taken_headline
+from eraudit_core.runs import rerun_note, selection_note
 from eraudit_core.types import RunStatus, Verdict
 
 
@@ -100,9 +95,10 @@ def run_verdict(run: dict[str, Any], pairs: pd.DataFrame) -> dict[str, Any]:
     a target, or below it, is reported as what it is. The confidence is named as a confidence
     (e.g. 0.95), and the guarantee is stated per question, before results are known.
     """
-    config = AuditConfig.from_dict(run["config"])
+    record = RunRecord.from_stored(run)
+    config = record.config
     ov = views.run_overview(pairs)
-    label = str(run.get("label") or run["run_id"])
+    label = record.name
     pre, post = str(run.get("pre_name") or "before"), str(run.get("post_name") or "after")
     n, n_deg, n_cert, n_pass, n_inc = (
         ov["n_pairs"],

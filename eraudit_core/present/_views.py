@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from eraudit_core.audit import (
+from eraudit_core.method import (
     CONFIDENCE_LEVELS,
     AuditConfig,
     RunRecord,

@@ -192,7 +192,7 @@ class RunTables(Tables):
 
     def set_run_traffic(self, run_id: str, traffic: Mapping[str, Any]) -> None:
         """The latest traffic snapshot of a run (requests in flight, prompts/s; see
-        eraudit_core.audit._traffic)."""
+        eraudit_core.runs._traffic)."""
         with self._write() as w:
             w.execute(
                 "UPDATE runs SET traffic = ? WHERE run_id = ?",
@@ -201,7 +201,7 @@ class RunTables(Tables):
 
     def set_run_phase(self, run_id: str, phase: Mapping[str, Any]) -> None:
         """The worker's current step and its earlier steps' durations (see
-        eraudit_core.audit._step_reporter.StepReporter)."""
+        eraudit_core.runs._step_reporter.StepReporter)."""
         with self._write() as w:
             w.execute(
                 "UPDATE runs SET phase = ? WHERE run_id = ?",
@@ -436,14 +436,6 @@ class RunTables(Tables):
         sql, params = _filtered(f"SELECT {cols} FROM run_steps", run_id=run_id, pair_id=pair_id)
         return self._df(sql + " ORDER BY pair_id, stage, generator, t", params)
 
-    def latest_steps(self, run_id: str, limit: int = 500) -> pd.DataFrame:
-        """The most recent stage-2 steps (for the live chart) without reading the whole run."""
-        return self._df(
-            "SELECT * FROM run_steps WHERE run_id = ? AND stage = 2 "
-            "ORDER BY recorded_at DESC, t DESC LIMIT ?",
-            [run_id, limit],
-        )
-
     def run_progress(self, run_id: str) -> dict[str, Any]:
         row = self._rows(
             "SELECT r.status, r.n_pairs, r.started_at, r.finished_at, r.queries_scored, "
@@ -481,8 +473,3 @@ class RunTables(Tables):
             # the worker's current step and earlier steps (None before any was reported)
             "phase": json.loads(r[17]) if isinstance(r[17], str) else r[17],
         }
-
-    def delete_run(self, run_id: str) -> None:
-        with self._write() as w:
-            for table in ("run_steps", "run_pairs", "run_table_rows", "runs"):
-                w.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])

@@ -1,7 +1,7 @@
 """The layering contracts in pyproject.toml hold, and they do catch an upward import.
 
 Negative control: the same `lint-imports` run on a copy of the tree with one deliberately added
-upward import (store -> audit) must fail and name that import; a contract that cannot fail
+upward import (store -> method) must fail and name that import; a contract that cannot fail
 would pass both.
 """
 
@@ -39,8 +39,8 @@ def test_an_upward_import_breaks_the_layers(tmp_path: Path) -> None:
         shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
     store = tmp_path / "eraudit_core" / "store" / "_store.py"
-    store.write_text(store.read_text() + "\nfrom eraudit_core.audit import AuditConfig  # noqa\n")
+    store.write_text(store.read_text() + "\nfrom eraudit_core.method import AuditConfig  # noqa\n")
     out = _lint(tmp_path)
     assert out.returncode != 0
-    assert "eraudit_core.store is not allowed to import eraudit_core.audit" in out.stdout
-    assert "eraudit_core.store._store -> eraudit_core.audit" in out.stdout
+    assert "eraudit_core.store is not allowed to import eraudit_core.method" in out.stdout
+    assert "eraudit_core.store._store -> eraudit_core.method" in out.stdout

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from eraudit_core import cli
-from tests.audit.test_audit import monitored, paras, write_table
+from tests.runs.test_audit import monitored, paras, write_table
 
 
 def _json(capsys, *argv: str) -> dict:  # type: ignore[no-untyped-def]

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 
 from eraudit_core import cli
-from eraudit_core.audit import (
-    AuditConfig,
+from eraudit_core.errors import CancelledError
+from eraudit_core.method import AuditConfig
+from eraudit_core.runs import (
     AuditEngine,
     TableVerifier,
     items_from_table,
     read_score_table,
     table_digest,
 )
-from eraudit_core.errors import CancelledError
 from eraudit_core.store import BUNDLED_QUALITY_H, Store
 
 REL = 1e-12

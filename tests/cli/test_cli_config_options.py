@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from eraudit_core.audit import AuditConfig, field_help
 from eraudit_core.cli._audit import _config
 from eraudit_core.cli._main import build_parser
+from eraudit_core.method import AuditConfig, field_help
 
 ROOT = Path(__file__).resolve().parents[2]
 MAIN = "import sys; from eraudit_core.cli import main; sys.exit(main(sys.argv[1:]))"

@@ -12,9 +12,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-import eraudit_core.audit._table_runs as table_runs
-from eraudit_core.audit import derive_without
+import eraudit_core.runs._table_scores as table_runs
 from eraudit_core.cli import main
+from eraudit_core.runs import derive_without
 from eraudit_core.store import Store
 from tests import _synthetic as synthetic
 

@@ -171,8 +171,9 @@ def test_a_label_with_a_control_character_is_refused_at_creation(tmp_path: Path,
 def test_the_library_refuses_control_characters_in_labels_and_checkpoint_names(
     tmp_path: Path,
 ) -> None:
-    from eraudit_core.audit import AuditConfig, RunRequest, prepare_model_run
     from eraudit_core.demo import ensure_demo_inputs
+    from eraudit_core.method import AuditConfig
+    from eraudit_core.runs import RunRequest, prepare_model_run
 
     with Store(tmp_path / "lib.duckdb") as store:
         bid = ensure_demo_inputs(store)

@@ -11,9 +11,16 @@ import pandas as pd
 import pytest
 
 from eraudit_core import cli
-from eraudit_core.audit import AuditedContent, content_overlap, epsilon_from
 from eraudit_core.errors import InputError
-from eraudit_core.null import NULL_VERDICTS, Scenario, score_tables, simulate
+from eraudit_core.null import (
+    NULL_VERDICTS,
+    AuditedContent,
+    Scenario,
+    content_overlap,
+    epsilon_from,
+    score_tables,
+    simulate,
+)
 from eraudit_core.present import build_report, escape, null_headline
 from eraudit_core.store import Store
 

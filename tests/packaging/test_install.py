@@ -47,7 +47,10 @@ def test_wheel_install_finds_subpackages_and_data(tmp_path: Path) -> None:
     (site,) = prefix.glob("lib/python*/site-packages")
     probe = (
         "import eraudit_core, eraudit_core.paths as P\n"
-        "from eraudit_core.audit import AuditConfig, AuditEngine\n"
+        "from eraudit_core.method import AuditConfig\n"
+        "from eraudit_core.runs import AuditEngine\n"
+        "from eraudit_core.bundles import bundle_config, replay_pair_verdict\n"
+        "import eraudit_core.null\n"
         "from eraudit_core.store import BUNDLED_QUALITY_H, load_bundled_benchmark\n"
         "from eraudit_core.verifier import CheckpointSpec, DEMO_ADAPTERS\n"
         "import eraudit_core.paraphrase, eraudit_core.sensitivity, eraudit_core.present\n"

@@ -207,11 +207,11 @@ def nav(page, title: str, marker: str) -> None:  # type: ignore[no-untyped-def]
 
 class PaceGate:
     """The gate a test opens to let a live audit take its next steps (the engine honours it
-    when ERAUDIT_TEST_PACE_GATE names the file: eraudit_core/audit/_pace_gate.py). The test,
+    when ERAUDIT_TEST_PACE_GATE names the file: eraudit_core/runs/_pace_gate.py). The test,
     not the machine's speed, decides how far the run has gone when it looks."""
 
     def __init__(self, path: Path) -> None:
-        from eraudit_core.audit._pace_gate import ENV
+        from eraudit_core.runs._pace_gate import ENV
 
         self.path = path
         self.allowed = 0
@@ -219,7 +219,7 @@ class PaceGate:
         path.write_text("0", encoding="utf-8")
 
     def passed(self) -> int:
-        from eraudit_core.audit._pace_gate import passages
+        from eraudit_core.runs._pace_gate import passages
 
         return passages(self.path)
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import pandas as pd
 
-from eraudit_core.audit import (
-    AuditConfig,
+from eraudit_core.method import AuditConfig
+from eraudit_core.runs import (
     AuditEngine,
     TableVerifier,
     items_from_table,

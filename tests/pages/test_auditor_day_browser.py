@@ -109,7 +109,7 @@ def test_compare_choices_survive_two_reruns(
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     open_page(page, f"{server}/results", "Compare two runs side by side")
     # The page opens on the newest run (honest2) on the left. Choose the right side first,
-    # then the left: the right's choice used to revert when the left changed.
+    # then the left: the right's choice must survive a change on the left.
     left, right = three_runs["honest"], three_runs["adversarial"]
     assert three_runs["honest2"] in shown(page, "Left")
     pick(page, "Right", right)

@@ -111,8 +111,8 @@ def test_results_compare_choices_follow_the_one_selection(filled: synthetic.Synt
 def test_run_form_defaults_fit_the_demo_and_every_field_has_help(
     filled: synthetic.SyntheticInfo,
 ) -> None:
-    from eraudit_core.audit import AuditConfig
     from eraudit_core.demo import DEMO_AUDIT_SETTINGS
+    from eraudit_core.method import AuditConfig
 
     at = app().run()
     at.switch_page("pages/run.py").run()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from eraudit_core.audit._runs import StepReporter
+from eraudit_core.runs._step_reporter import StepReporter
 from eraudit_core.store import Store
 
 ROOT = Path(__file__).resolve().parents[2]

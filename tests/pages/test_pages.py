@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from eraudit_core.audit import AuditConfig, AuditEngine, TableVerifier, items_from_table
 from eraudit_core.errors import CancelledError
+from eraudit_core.method import AuditConfig
+from eraudit_core.runs import AuditEngine, TableVerifier, items_from_table
 from eraudit_core.store import Store
 from tests import _synthetic as synthetic
 
@@ -440,7 +441,7 @@ def test_cancelled_run_resumes_from_the_run_page(
     table = synthetic.score_table(pairs, paras, "adversarial", seed=3)
     csv = tmp_path / "scores.csv"
     table.to_csv(csv, index=False)
-    from eraudit_core.audit import read_score_table, table_digest
+    from eraudit_core.runs import read_score_table, table_digest
 
     df = read_score_table(csv)
     items, gens = items_from_table(df, source=str(csv))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from eraudit_core.audit import DEMO_PRESET, field_help, field_label
+from eraudit_core.method import DEMO_PRESET, field_help, field_label
 from eraudit_core.store import Store
 from tests import _synthetic as synthetic
 
@@ -74,7 +74,7 @@ def test_the_stated_range_limits_the_form(form: AppTest) -> None:
 def test_an_epsilon_from_a_calibration_reaches_the_request(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from eraudit_core.audit import calibrate_epsilon
+    from eraudit_core.null import calibrate_epsilon
 
     db = tmp_path / "cal.duckdb"
     with Store(db) as store:
@@ -112,7 +112,7 @@ def test_the_control_run_choice_is_checked_before_an_audit_can_start(form: AppTe
 
 
 def test_the_preset_picker_says_why_and_switches_every_setting(form: AppTest) -> None:
-    from eraudit_core.audit import DEMO, AuditConfig
+    from eraudit_core.method import DEMO, AuditConfig
 
     picker = next(s for s in form.selectbox if s.label == "Settings preset")
     assert picker.value == DEMO.name

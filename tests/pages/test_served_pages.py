@@ -3,7 +3,7 @@ live traffic (requests in flight, prompts/s) read back from the store.
 
 The server is a loopback one speaking vLLM's protocol over an exact made-up model
 (tests/verifier/_fake_vllm.py); the real llama.cpp server is exercised in tests/verifier and
-tests/audit.
+tests/runs.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ import pytest
 from scipy.stats import binomtest
 
 from eraudit_core import cli
-from eraudit_core.audit import AuditConfig, audit_table_run, comparison_fields
+from eraudit_core.method import AuditConfig, comparison_fields
 from eraudit_core.present import (
     chance_clause,
     compare_runs,
@@ -28,6 +28,7 @@ from eraudit_core.present import (
     sign_flip_p,
 )
 from eraudit_core.present._compare import clustered_test, exact_mcnemar
+from eraudit_core.runs import audit_table_run
 from eraudit_core.store import Store, load_benchmark
 from tests.present.test_views import _mon, _paras, _write
 

@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 
 from eraudit_core import present
-from eraudit_core.audit import AuditConfig, audit_table_run
+from eraudit_core.method import AuditConfig
+from eraudit_core.runs import audit_table_run
 from eraudit_core.store import Store
-from tests.audit.test_audit import hidden, monitored, paras, write_table
+from tests.runs.test_audit import hidden, monitored, paras, write_table
 
 
 def _run(tmp_path: Path, store: Store, rows: list[list], name: str, **cfg) -> str:
@@ -88,7 +89,8 @@ def test_amplified_questions_rank_after_the_others_whatever_their_d():
     assert order == ["big", "small", "noise", "tiny", "clean", "amp", "amp2"]
     moved = present.moved_drop(q).tolist()
     assert moved == [0.08, 0.30, 0.10, 0.0, 0.0, 0.0, 0.01]
-    # negative control: by largest D the amplified questions lead, as they used to
+    # negative control: by largest D the amplified questions lead (their D is large because
+    # the monitored gain g is negative, not because the hidden question dropped)
     assert present.sort_questions(q, "largest D")["pair_id"].tolist()[:2] == ["amp2", "amp"]
     # the "did the adaptation take here" filter leaves the amplified questions out, or keeps
     # only them

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 import pandas as pd
 import pytest
 
-from eraudit_core.audit import AuditConfig
+from eraudit_core.method import AuditConfig
 from eraudit_core.present import live_progress, planned_paraphrases
 
 T0 = datetime(2026, 12, 1, 12, 0, 0)

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from eraudit_core import demo
-from eraudit_core.audit import AuditConfig
+from eraudit_core.method import AuditConfig
 from eraudit_core.present import (
     differences_in_words,
     live_bound_figure,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from eraudit_core import audit, present
+from eraudit_core import method, present
 from eraudit_core.present._plots import STATUS_SYMBOLS
 from eraudit_core.store import Store
 from eraudit_core.text import safe_label
@@ -28,11 +28,11 @@ def test_bound_trajectory_axes_and_traces() -> None:
             "generator": ["g1"] * 7 + ["g2"] * 3,
             "t": [*range(1, 8), 1, 2, 3],
             "bound": [
-                *audit.bound_trajectory(outcomes, 0.95),
-                *audit.bound_trajectory([True] * 3, 0.95),
+                *method.bound_trajectory(outcomes, 0.95),
+                *method.bound_trajectory([True] * 3, 0.95),
             ],
             "bound_tolerant": [
-                *audit.failure_tolerant_trajectory(outcomes, 0.95),
+                *method.failure_tolerant_trajectory(outcomes, 0.95),
                 *[0.1, 0.2, 0.3],
             ],
             "d": [0.0] * 6 + [0.5] + [0.0] * 3,

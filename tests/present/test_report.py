@@ -172,8 +172,8 @@ def test_cli_report_and_export(db, tmp_path: Path, capsys: pytest.CaptureFixture
 # -- what the report claims ------------------------------------------------------------
 def _target_run(tmp_path: Path) -> tuple[Store, str]:
     """Three pairs under p* = 0.7 at confidence 0.75 (n* = 4): certified, passed, degraded."""
-    from eraudit_core.audit import (
-        AuditConfig,
+    from eraudit_core.method import AuditConfig
+    from eraudit_core.runs import (
         AuditEngine,
         TableVerifier,
         items_from_table,
@@ -237,7 +237,7 @@ def test_report_carries_provenance_and_the_simultaneous_curve(tmp_path: Path) ->
 
 
 def test_confidence_sweep_simultaneous_reads_each_bound_at_alpha_over_n(tmp_path: Path) -> None:
-    from eraudit_core.audit import AuditConfig
+    from eraudit_core.method import AuditConfig
 
     store, rid = _target_run(tmp_path)
     pairs = store.pair_results(rid)

@@ -4,9 +4,10 @@ At every epsilon, every pair the sweep marks available must get exactly the verd
 that a fresh audit at that epsilon gives; at the run's own epsilon every pair is available.
 Checked on random score tables (search counterexamples, stage-2 counterexamples in either
 generator, empty pools, short pools) under every stopping mode, against the engine itself.
-Before the fix, a pair whose first generator had no paraphrases was replayed as
-"inconclusive, available" even when a later generator's stored counterexample stopped
-counting at a larger epsilon and the fresh audit needed scores the run never collected.
+The hard case: a pair whose first generator has no paraphrases, whose later generator's
+stored counterexample stops counting at a larger epsilon, so that the fresh audit needs
+scores the run never collected; the sweep must call it unavailable, not "inconclusive,
+available".
 """
 
 from __future__ import annotations
@@ -20,15 +21,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from eraudit_core.audit import (
-    AuditConfig,
+from eraudit_core.method import AuditConfig
+from eraudit_core.present import epsilon_sweep, replay_pair, sweep_epsilons
+from eraudit_core.runs import (
     AuditEngine,
     TableVerifier,
     items_from_table,
     read_score_table,
     table_digest,
 )
-from eraudit_core.present import epsilon_sweep, replay_pair, sweep_epsilons
 from eraudit_core.store import Store
 
 EPSILONS = (0.0, 0.05, 0.2, 0.6, 2.0)

@@ -14,14 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from eraudit_core.audit import (
-    AuditConfig,
-    AuditEngine,
-    TableVerifier,
-    items_from_table,
-    read_score_table,
-    table_digest,
-)
+from eraudit_core.method import AuditConfig
 from eraudit_core.present import confidence_sweep, epsilon_sweep, question_summary
 from eraudit_core.present._views import (
     bound_trajectory_frame,
@@ -29,6 +22,13 @@ from eraudit_core.present._views import (
     run_views,
     scatter_points,
     standard_evaluation,
+)
+from eraudit_core.runs import (
+    AuditEngine,
+    TableVerifier,
+    items_from_table,
+    read_score_table,
+    table_digest,
 )
 from eraudit_core.store import Store
 

@@ -127,7 +127,7 @@ def test_import_petri_then_analyse(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_default_dimension_is_not_null(
     small_table: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`--json` used to say "dimension": null when the default was used."""
+    """`--json` names the dimension also when the default one is used (never null)."""
     argv = ["sensitivity", str(small_table), "--reference-condition", "none", "--json"]
     assert main([*argv, "--bootstrap", "200"]) == 0
     out = json.loads(capsys.readouterr().out)

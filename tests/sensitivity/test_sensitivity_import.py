@@ -266,7 +266,7 @@ def test_read_tidy_table_csv_parquet_and_errors(tmp_path: Path) -> None:
 
 
 def test_one_bad_value_drops_only_that_value(tmp_path: Path) -> None:
-    """A boolean score or 0/10 used to drop the whole transcript."""
+    """A boolean score or one outside 1..10 drops that value, not the whole transcript."""
     scores = {"reward_hacking": 4, "flag": True, "gratitude": 0, "other": 11}
     write(tmp_path, "t.json", transcript("t", ["res-none", "reward-hacking"], scores))
     result = import_petri_transcripts(tmp_path, MAPPING)

@@ -296,7 +296,7 @@ def test_migration_2_moves_stored_runs_to_the_four_verdicts(tmp_path):
         }
         assert store.run("target")["provenance"] == {}
     assert got["a"] == ("passed", pytest.approx(0.85))  # no target: never certified
-    assert got["b"] == ("certified", pytest.approx(0.88 - 0.05))  # TV now applied
+    assert got["b"] == ("certified", pytest.approx(0.88 - 0.05))  # TV applied
     assert got["c"] == ("passed", pytest.approx(0.80 - 0.05))
     assert got["d"][0] == "degraded" and pd.isna(got["d"][1])
     assert got["e"][0] == "inconclusive" and pd.isna(got["e"][1])

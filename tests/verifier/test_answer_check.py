@@ -143,8 +143,9 @@ def test_a_local_audit_whose_prompts_lose_their_label_mass_ends_failed(
     """The tiny random model's label mass varies from prompt to prompt: at a minimum equal to
     its probes' median it registers, and the audit's own prompts below it (with no label on
     top) fail the run; at minimum 0 the same audit finishes."""
-    from eraudit_core.audit import AuditConfig, RunRequest, run_model_audit
     from eraudit_core.demo import ensure_demo_inputs
+    from eraudit_core.method import AuditConfig
+    from eraudit_core.runs import RunRequest, run_model_audit
     from eraudit_core.store import Store
     from eraudit_core.verifier import check_label_mass, load_verifier, prompt_label_masses
 

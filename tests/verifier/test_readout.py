@@ -214,7 +214,7 @@ def test_each_family_read_at_a_wrong_slot_fails_the_check(
 def test_registration_refuses_the_wrong_readout_and_names_the_right_one(
     family_dirs: dict[str, Path], tmp_path: Path
 ) -> None:
-    from eraudit_core.audit import register_checkpoint
+    from eraudit_core.runs import register_checkpoint
 
     wrong = _load(family_dirs["gpt-oss"], readout="chat-answer")
     with Store(tmp_path / "s.duckdb") as store:
@@ -305,9 +305,10 @@ def test_cli_lists_readouts_and_reports_label_mass(
 def test_a_runs_label_mass_is_shown_per_checkpoint(
     family_dirs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from eraudit_core.audit import AuditConfig, RunRequest, run_label_mass, run_model_audit
     from eraudit_core.cli._audit import pair_summary_json
     from eraudit_core.demo import ensure_demo_inputs
+    from eraudit_core.method import AuditConfig
+    from eraudit_core.runs import RunRequest, run_label_mass, run_model_audit
 
     gemma = str(family_dirs["gemma3"])
     with Store(tmp_path / "r.duckdb") as store:

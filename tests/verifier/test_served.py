@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 import torch
 
-from eraudit_core.audit import register_checkpoint
-from eraudit_core.audit import register_checkpoint as _register
 from eraudit_core.errors import IncompleteScores, InputError
 from eraudit_core.openai_http import EndpointError
+from eraudit_core.runs import register_checkpoint
+from eraudit_core.runs import register_checkpoint as _register
 from eraudit_core.store import Store
 from eraudit_core.types import Query
 from eraudit_core.verifier import CheckpointSpec, ServedSpec, load_checkpoint, parse_spec
@@ -217,7 +217,7 @@ def test_unreachable_server_names_the_server_and_request(server: FakeVLLM, tokdi
 
 def test_finished_questions_survive_a_failure(server: FakeVLLM, tokdir: Path) -> None:
     """IncompleteScores carries what finished; the cache keeps it and asks only for the rest."""
-    from eraudit_core.audit import CachedScorer
+    from eraudit_core.runs import CachedScorer
 
     v = load_checkpoint(spec(server, tokdir, ";concurrency=1"))
     store = Store(":memory:")

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from eraudit_core.audit import AuditConfig, RunRequest, resume_run, run_model_audit
-from eraudit_core.audit._bundle import run_prompt_hashes
 from eraudit_core.cli import main
 from eraudit_core.demo import ensure_demo_inputs
 from eraudit_core.errors import InputError
+from eraudit_core.method import AuditConfig
+from eraudit_core.runs import RunRequest, resume_run, run_model_audit, run_prompt_hashes
 from eraudit_core.store import Store
 from eraudit_core.verifier import CheckpointSpec
 from eraudit_core.verifier.served import load_tokenizer

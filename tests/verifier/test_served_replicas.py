@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from eraudit_core.audit import register_checkpoint
 from eraudit_core.errors import InputError
+from eraudit_core.runs import register_checkpoint
 from eraudit_core.store import Store
 from eraudit_core.verifier import ServedSpec, load_checkpoint
 from eraudit_core.verifier.served import ServedVerifier

@@ -148,8 +148,9 @@ def test_vllm_agrees_with_the_local_backend_to_1e_4(vllm_url: str) -> None:
 
 
 def test_an_audit_runs_through_vllm(vllm_url: str, tmp_path: Path) -> None:
-    from eraudit_core.audit import AuditConfig, RunRequest, run_model_audit
     from eraudit_core.demo import ensure_demo_inputs
+    from eraudit_core.method import AuditConfig
+    from eraudit_core.runs import RunRequest, run_model_audit
 
     with Store(tmp_path / "v.duckdb") as store:
         request = RunRequest(

@@ -201,7 +201,8 @@ def test_audit_engine_scores_through_the_trunk(
 ) -> None:
     """A model audit of base vs a top-layer adapter takes the shared path and stores the
     scores the separate path stores."""
-    from eraudit_core.audit import AuditConfig, RunRequest, _engine, run_model_audit
+    from eraudit_core.method import AuditConfig
+    from eraudit_core.runs import RunRequest, _engine, run_model_audit
     from eraudit_core.store import Store
     from eraudit_core.verifier._shared_trunk import SharedTrunk
     from tests import _synthetic as synthetic

@@ -254,7 +254,7 @@ def score_arms(
         group: SharedTrunkGroup | None = SharedTrunkGroup(
             tuple(verifiers), plan_shared_trunk_group(verifiers)
         )
-    except Exception as exc:  # InputError: score each checkpoint on its own
+    except InputError as exc:  # score each checkpoint on its own
         print(f"no shared trunk ({exc}); scoring each checkpoint separately", flush=True)
         group = None
     else:

@@ -181,3 +181,51 @@ def test_cli_reference_objective_and_tampered_grounded_file(
     assert main([*args, "--resume"]) == 2
     err = capsys.readouterr().err
     assert "grounded.jsonl: line 2: field 'grounded_sha256'" in err and "Traceback" not in err
+
+
+def test_time_checkpoints_come_within_the_interval(
+    tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step that would end past the interval is preceded by a checkpoint, so no stretch of
+    training between two saves exceeds `checkpoint_seconds`: on a clock that only a training
+    row moves (3 s a row, one row a step) and an interval of 10 s, saves come every 9 s, where
+    saving once the interval has passed would leave 12 s between them."""
+    from eraudit_core.adapt import _fit_training
+
+    now = [0.0]
+    saved_at: list[float] = []
+    loss_of_row, save = _fit_training.example_loss, _fit_training.save_checkpoint
+
+    def row_taking_3_s(*args, **kwargs):
+        now[0] += 3.0
+        return loss_of_row(*args, **kwargs)
+
+    def save_noting_when(*args, **kwargs):
+        saved_at.append(now[0])
+        return save(*args, **kwargs)
+
+    monkeypatch.setattr(_fit_training, "_clock", lambda: now[0])
+    monkeypatch.setattr(_fit_training, "example_loss", row_taking_3_s)
+    monkeypatch.setattr(_fit_training, "save_checkpoint", save_noting_when)
+    config = FitConfig(
+        capacity="full-top2", learning_rate=3e-3, epochs=2, batch_size=1, seed=5,
+        checkpoint_seconds=10.0,
+    )  # fmt: skip
+    train, grounded = _files(tmp_path / "data", 0, 3, True)
+    heldout, _ = _files(tmp_path / "heldout", 10, 2, False)
+    run_fit_arm(
+        "debate-honest",
+        tmp_path / "work",
+        None,
+        config=config,
+        base=str(tiny),
+        data_file=train,
+        grounded_file=grounded,
+        heldout_file=heldout,
+        cache_root=tmp_path / "cache",
+        progress=lambda _: None,
+    )
+    state = torch.load(tmp_path / "work" / "debate-honest" / CHECKPOINT, weights_only=False)
+    assert [c["kind"] for c in state["state"]["curve"]].count("time") >= 2
+    stretches = [b - a for a, b in zip([0.0, *saved_at[:-1]], saved_at, strict=True)]
+    assert max(stretches) <= config.checkpoint_seconds, stretches

@@ -108,7 +108,9 @@ def test_explorer_opens_on_the_most_severe_question_and_fits_1400(browser, serve
             break
         settle(page)
     assert want in chosen, chosen
-    fits = page.evaluate(TABLE_FITS_JS)
+    deadline = time.monotonic() + 30  # the table is drawn after the picker, in the same rerun
+    while not (fits := page.evaluate(TABLE_FITS_JS))["found"] and time.monotonic() < deadline:
+        settle(page)
     assert fits["found"], "no rewordings table on the Explorer"
     assert fits["heads"] == 9
     assert fits["scroll"] <= fits["client"], fits

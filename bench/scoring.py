@@ -58,8 +58,7 @@ def shared_trunk(args: argparse.Namespace) -> int:
     import torch
 
     from eraudit_core.verifier import load_verifier
-    from eraudit_core.verifier._shared_trunk import decoder
-    from eraudit_core.verifier.hf import plan_shared_trunk
+    from eraudit_core.verifier.hf import decoder, plan_shared_trunk
 
     load_before = os.getloadavg()[0]
     t = time.perf_counter()

@@ -54,28 +54,7 @@ from eraudit_core.present._explore import (
     with_linked,
     with_null_verdicts,
 )
-from eraudit_core.present._export import (
-    EXPORT_FORMATS,
-    export_run,
-    pair_table,
-    paraphrase_table,
-    run_provenance,
-    table_bytes,
-)
-from eraudit_core.present._first_screen import (
-    D_IN_ONE_LINE,
-    MARKER_LEGEND,
-    control_run_of,
-    controlled_by,
-    first_screen,
-    lead_against_control,
-    min_drop_note,
-    paper_count,
-    with_paper_count,
-    word_diff_html,
-)
 from eraudit_core.present._fit_words import arm_seeds, fit_clause, fit_headline
-from eraudit_core.present._html import Markup, escape, html_fragment, visible_controls
 from eraudit_core.present._live import (
     LiveProgress,
     live_bound_figure,
@@ -123,7 +102,6 @@ from eraudit_core.present._plots import (
     standard_evaluation_figure,
     status_counts_figure,
 )
-from eraudit_core.present._report import build_report, write_report
 from eraudit_core.present._story import (
     LEAD_RULE,
     STORY_COLUMNS,
@@ -140,7 +118,6 @@ from eraudit_core.present._story import (
     story_sentences,
 )
 from eraudit_core.present._targets import target_recovery, target_sentence
-from eraudit_core.present._verdict_wording import run_verdict
 from eraudit_core.present._views import (
     DEFAULT_EPSILONS,
     NOT_JUDGEABLE,
@@ -161,6 +138,29 @@ from eraudit_core.present._views import (
     sweep_steps,
     unique_run_names,
 )
+from eraudit_core.present.report._export import (
+    EXPORT_FORMATS,
+    export_run,
+    pair_table,
+    paraphrase_table,
+    run_provenance,
+    table_bytes,
+)
+from eraudit_core.present.report._first_screen import (
+    D_IN_ONE_LINE,
+    MARKER_LEGEND,
+    control_run_of,
+    controlled_by,
+    first_screen,
+    lead_against_control,
+    min_drop_note,
+    paper_count,
+    with_paper_count,
+    word_diff_html,
+)
+from eraudit_core.present.report._html import Markup, escape, html_fragment, visible_controls
+from eraudit_core.present.report._report import build_report, write_report
+from eraudit_core.present.report._verdict_wording import run_verdict
 
 __all__ = [
     "arm_seeds",

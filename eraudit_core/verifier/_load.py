@@ -28,7 +28,7 @@ from eraudit_core.verifier.served._spec import ServedSpec, is_served, parse_spec
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    from eraudit_core.verifier._hf_verifier import HFVerifier
+    from eraudit_core.verifier.hf import HFVerifier
     from eraudit_core.verifier.served._replicas import ServedReplicas
     from eraudit_core.verifier.served._verifier import ServedVerifier
 
@@ -59,7 +59,7 @@ def load_verifier(
     message put before the question; `today` the date a date-embedding chat template is pinned
     to (default: today).
     """
-    from eraudit_core.verifier import _hf_verifier
+    from eraudit_core.verifier import hf
 
     if isinstance(spec, str) and is_served(spec):
         raise InputError(
@@ -69,7 +69,7 @@ def load_verifier(
     check_prompt_format(template, prefix, labels)
     if batch_size < 1:
         raise InputError(f"batch_size: must be at least 1, got {batch_size}")
-    return _hf_verifier.load(
+    return hf.load(
         as_spec(spec),
         device=device,
         dtype=dtype,

@@ -11,7 +11,7 @@ import torch
 
 from eraudit_core.method import noise_floor_record
 from eraudit_core.present import build_report, run_verdict
-from eraudit_core.present._verdict_wording import floor_confidence
+from eraudit_core.present.report._verdict_wording import floor_confidence
 from eraudit_core.store import Store
 from eraudit_core.store._schema import MIGRATIONS, SCHEMA_VERSION
 from eraudit_core.types import Query

@@ -129,7 +129,7 @@ def test_without_the_fake_field_the_form_does_not_show_it(
 
 
 def test_the_fake_field_is_a_row_of_the_reports_settings_table(fake: None) -> None:
-    from eraudit_core.present._report import _settings_table
+    from eraudit_core.present.report._report import _settings_table
 
     def run(config: AuditConfig) -> RunRecord:
         return RunRecord("run-x", None, RunStatus.DONE, config, {}, 0, pre_name="a")

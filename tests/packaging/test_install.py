@@ -55,7 +55,7 @@ def test_wheel_install_finds_subpackages_and_data(tmp_path: Path) -> None:
         "from eraudit_core.verifier import CheckpointSpec, DEMO_ADAPTERS\n"
         "import eraudit_core.paraphrase, eraudit_core.sensitivity, eraudit_core.present\n"
         "import eraudit_core.adapt, eraudit_core.cli, eraudit_core.demo\n"
-        "from eraudit_core.present._first_screen import legend_html\n"
+        "from eraudit_core.present.report._first_screen import legend_html\n"
         "assert legend_html().count('<li>') >= 5  # the templates are package data\n"
         "print(eraudit_core.__file__)\n"
         "print(P.DATA_DIR)\n"

@@ -96,7 +96,7 @@ def test_rewordings_table_escapes_rewordings_prompts_and_labels() -> None:
 
 
 def test_no_dashboard_module_writes_html_in_python() -> None:
-    """HTML lives in eraudit_core/present/templates; a string in ui/, pages/ or app.py that
+    """HTML lives in eraudit_core/present/report/templates; a string in ui/, pages/ or app.py that
     holds a tag is HTML built outside the autoescaped templates."""
     files = [*sorted((ROOT / "ui").glob("*.py")), *sorted((ROOT / "pages").glob("*.py"))]
     found = []

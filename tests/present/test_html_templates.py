@@ -14,12 +14,12 @@ import pytest
 from plotly.offline import get_plotlyjs
 
 from eraudit_core import present
-from eraudit_core.present import _html
+from eraudit_core.present.report import _html
 from eraudit_core.store import Store, parse_benchmark
 from tests import _synthetic as synthetic
 
 ROOT = Path(__file__).resolve().parents[2]
-TEMPLATES = ROOT / "eraudit_core" / "present" / "templates"
+TEMPLATES = ROOT / "eraudit_core" / "present" / "report" / "templates"
 RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 LABEL = "arm \x1b]0;pwned\x07 <script>x()</script>"
 ESC_Q = "Which \x1b[31mred\x1b[0m <script>alert(1)</script> key\x07 did she find?"
@@ -127,7 +127,7 @@ def test_dashboard_fragments_come_escaped_from_the_one_helper() -> None:
 
 def test_every_template_is_package_data() -> None:
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    globs = data["tool"]["setuptools"]["package-data"]["eraudit_core.present"]
+    globs = data["tool"]["setuptools"]["package-data"]["eraudit_core.present.report"]
     files = [p.relative_to(TEMPLATES.parent).as_posix() for p in TEMPLATES.iterdir()]
     assert files and all(any(fnmatch(f, g) for g in globs) for f in files)
     req = (ROOT / "requirements.txt").read_text()
@@ -137,4 +137,4 @@ def test_every_template_is_package_data() -> None:
 
 
 def test_the_report_module_stays_small() -> None:
-    assert len((ROOT / "eraudit_core/present/_report.py").read_text().splitlines()) < 500
+    assert len((ROOT / "eraudit_core/present/report/_report.py").read_text().splitlines()) < 500

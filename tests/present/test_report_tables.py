@@ -13,12 +13,12 @@ import pandas as pd
 import pytest
 
 from eraudit_core import present
-from eraudit_core.present._tables import PLAIN_COLUMNS, cell_text, table_html
+from eraudit_core.present.report._tables import PLAIN_COLUMNS, cell_text, table_html
 from eraudit_core.store import Store
 from tests import _synthetic as synthetic
 
 ROOT = Path(__file__).resolve().parents[2]
-TEMPLATES = ROOT / "eraudit_core" / "present" / "templates"
+TEMPLATES = ROOT / "eraudit_core" / "present" / "report" / "templates"
 SUMMARY_HEADERS = [
     "checkpoint",
     "questions",

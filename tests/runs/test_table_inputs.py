@@ -20,7 +20,7 @@ import pytest
 from eraudit_core.cli import main
 from eraudit_core.errors import InputError
 from eraudit_core.paraphrase import load_paraphrase_file
-from eraudit_core.present._export import table_bytes
+from eraudit_core.present.report._export import table_bytes
 from eraudit_core.runs import read_score_table
 from eraudit_core.text import (
     check_no_control,

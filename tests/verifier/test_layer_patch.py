@@ -11,8 +11,8 @@ import torch
 
 from eraudit_core.errors import InputError
 from eraudit_core.verifier import load_verifier
-from eraudit_core.verifier._layer_patch import layer_patch
-from eraudit_core.verifier._shared_trunk import SharedTrunkGroup, plan_shared_trunk_group
+from eraudit_core.verifier.hf._layer_patch import layer_patch
+from eraudit_core.verifier.hf._shared_trunk import SharedTrunkGroup, plan_shared_trunk_group
 from tests._tiny_model import build_tiny_checkpoint
 from tests.verifier.test_shared_trunk import QUERIES, _adapter, _p
 

@@ -11,7 +11,7 @@ import torch
 from eraudit_core.errors import InputError
 from eraudit_core.types import Query
 from eraudit_core.verifier import load_verifier
-from eraudit_core.verifier._shared_trunk import (
+from eraudit_core.verifier.hf._shared_trunk import (
     SharedTrunkGroup,
     adapter_layers,
     plan_shared_trunk,
@@ -204,7 +204,7 @@ def test_audit_engine_scores_through_the_trunk(
     from eraudit_core.method import AuditConfig
     from eraudit_core.runs import RunRequest, _engine, run_model_audit
     from eraudit_core.store import Store
-    from eraudit_core.verifier._shared_trunk import SharedTrunk
+    from eraudit_core.verifier.hf._shared_trunk import SharedTrunk
     from tests import _synthetic as synthetic
 
     primed: list[int] = []

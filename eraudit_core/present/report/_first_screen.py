@@ -16,10 +16,10 @@ import pandas as pd
 from eraudit_core.method import AuditConfig, RunRecord, manipulation_check, word_diff
 from eraudit_core.present import _views as views
 from eraudit_core.present._belief import control_summary
-from eraudit_core.present._html import Markup, render
 from eraudit_core.present._manipulation import lead_with_took, not_taken_headline
 from eraudit_core.present._null_view import headline_from, null_counts_sentence, null_headline
 from eraudit_core.present._story import concealed_example
+from eraudit_core.present.report._html import Markup, render
 from eraudit_core.runs import selection_note
 from eraudit_core.store import Store
 from eraudit_core.types import Verdict

@@ -28,7 +28,7 @@ import torch
 
 from eraudit_core.errors import InputError
 from eraudit_core.types import Query, QueryScore
-from eraudit_core.verifier._decoder_parts import (
+from eraudit_core.verifier.hf._decoder_parts import (
     AdapterSwitch,
     adapter_layers,
     causal_lm,
@@ -39,8 +39,8 @@ from eraudit_core.verifier._decoder_parts import (
     trunk_states,
     upper_layers_only,
 )
-from eraudit_core.verifier._hf_verifier import shared_prefix_length
-from eraudit_core.verifier._layer_patch import layer_patch
+from eraudit_core.verifier.hf._layer_patch import layer_patch
+from eraudit_core.verifier.hf._verifier import shared_prefix_length
 
 # Decoder families whose forward feeds `inputs_embeds` straight into the first layer (Gemma,
 # for one, scales them first, so a trunk state could not be fed back in as an embedding).
@@ -286,7 +286,7 @@ class SharedTrunkGroup:
         return outs
 
     def score_all(self, queries: Sequence[Query]) -> list[list[QueryScore]]:
-        from eraudit_core.verifier._hf_verifier import scores_from_logprobs
+        from eraudit_core.verifier.hf._verifier import scores_from_logprobs
 
         return [scores_from_logprobs(lp) for lp in self.label_logprobs(queries)]
 
@@ -301,7 +301,7 @@ class SharedTrunkGroup:
                 todo[k] = q
         if not todo:
             return 0
-        from eraudit_core.verifier._hf_verifier import scores_from_logprobs
+        from eraudit_core.verifier.hf._verifier import scores_from_logprobs
 
         tops = [torch.zeros((len(todo), 2), dtype=torch.bool) for _ in self.checkpoints]
         per_checkpoint = self.label_logprobs(list(todo.values()), tops)

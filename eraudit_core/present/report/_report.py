@@ -8,7 +8,7 @@
 
 Everything is read from the store; nothing is scored again. The templates escape every
 value that is not already HTML (questions, paraphrases, run labels, model names, error
-messages) and show control characters as visible symbols (`present/_html.py`); figures get
+messages) and show control characters as visible symbols (`present/report/_html.py`); figures get
 untrusted text only through `plots.safe_label`.
 """
 
@@ -36,12 +36,12 @@ from eraudit_core.present._belief import (
     pair_evidence_frame,
     why_this_verdict,
 )
-from eraudit_core.present._export import run_provenance
-from eraudit_core.present._first_screen import first_screen_html, legend_html
-from eraudit_core.present._html import Markup, render, script_text
 from eraudit_core.present._null_view import headline_from, null_sentences
-from eraudit_core.present._tables import table_html
-from eraudit_core.present._verdict_wording import run_verdict
+from eraudit_core.present.report._export import run_provenance
+from eraudit_core.present.report._first_screen import first_screen_html, legend_html
+from eraudit_core.present.report._html import Markup, render, script_text
+from eraudit_core.present.report._tables import table_html
+from eraudit_core.present.report._verdict_wording import run_verdict
 from eraudit_core.runs import run_label_mass
 from eraudit_core.store import Store
 from eraudit_core.types import Verdict

@@ -9,7 +9,7 @@
 
 Cells are written as `DataFrame.to_html` wrote them before (floats to `float_digits`
 decimals, missing values as "n/a", surrounding whitespace stripped), and escaped by the
-template (present/_html.py).
+template (present/report/_html.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from eraudit_core.present._html import Markup, render
+from eraudit_core.present.report._html import Markup, render
 
 # Code name -> what the reader sees. Names absent here are already plain ("checkpoint").
 PLAIN_COLUMNS: dict[str, str] = {

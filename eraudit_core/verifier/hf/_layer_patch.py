@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from eraudit_core.errors import InputError
-from eraudit_core.verifier._decoder_parts import causal_lm
+from eraudit_core.verifier.hf._decoder_parts import causal_lm
 
 _LAYER = re.compile(r"(?:^|\.)layers\.(\d+)\.")
 _NORM = re.compile(r"(?:^|\.)norm\.weight$")

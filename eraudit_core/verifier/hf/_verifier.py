@@ -1,8 +1,8 @@
 """Local Hugging Face backend: loading with checks, and the verifier class.
 
 The scoring kernels it runs (the fast and naive label log-probabilities, p_true from them) are
-in `_kernels` (docs/design.md §3, §9); they are re-exported here for the modules that import
-them from this one.
+in `eraudit_core.verifier._kernels` (docs/design.md §3, §9), beside the served backend that
+reads them too; they are re-exported here for the modules that import them from this one.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from eraudit_core.errors import InputError
 from eraudit_core.types import Query, QueryScore
 from eraudit_core.verifier._chat import chat_format, ids_digest
 from eraudit_core.verifier._hf_files import check_adapter_dir, dir_digest, resolve_device_dtype
-from eraudit_core.verifier._hf_models import LoadedBase, load_base
 from eraudit_core.verifier._kernels import (
     fast_label_logprobs,
     naive_label_logprobs,
@@ -33,6 +32,7 @@ from eraudit_core.verifier._prompts import PROBE, render_prompts
 from eraudit_core.verifier._readout import get_readout
 from eraudit_core.verifier._spec import CheckpointSpec
 from eraudit_core.verifier._tokenizer import check_labels, encode, label_token_ids
+from eraudit_core.verifier.hf._models import LoadedBase, load_base
 
 # The kernels are re-exported: `_shared_trunk` and older callers import them from here.
 __all__ = [

@@ -60,7 +60,7 @@ def script_text(js: str) -> Markup:
 @cache
 def _environment() -> jinja2.Environment:
     return jinja2.Environment(
-        loader=jinja2.PackageLoader("eraudit_core.present", "templates"),
+        loader=jinja2.PackageLoader("eraudit_core.present.report", "templates"),
         autoescape=True,
         finalize=_finalize,
         undefined=jinja2.StrictUndefined,

@@ -16,8 +16,8 @@ import pandas as pd
 from eraudit_core.method import AuditConfig, RunRecord, manipulation_check, run_noise_floor_value
 from eraudit_core.null import epsilon_from_sentence
 from eraudit_core.present import _views as views
-from eraudit_core.present._first_screen import with_paper_count
 from eraudit_core.present._manipulation import not_taken_headline
+from eraudit_core.present.report._first_screen import with_paper_count
 from eraudit_core.runs import rerun_note, selection_note
 from eraudit_core.types import RunStatus, Verdict
 

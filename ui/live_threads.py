@@ -7,6 +7,8 @@ server and a local browser need a core too; on a 2-core machine a thread of the 
 often descheduled and the other spins waiting for it. Measured on the 2-core machine with other
 work on it (load 12-15, docs/dashboard.md): the same 96 prompts through demo:base and
 demo:concealed took 156.6 s and 30.5 CPU s with one thread, 435.0 s and 144.9 CPU s with two.
+On the same machine nearly idle two threads were faster (the one-click audit's verdicts 50.9 s
+against 60.6 s, one round each, README): one thread trades the quiet case for the loaded one.
 The CLI keeps torch's default: it has no page to serve. An explicit OMP_NUM_THREADS is obeyed.
 """
 

@@ -58,14 +58,14 @@ def _files(folder: Path, first: int, n_pairs: int, grounded: bool) -> tuple[Path
     return train, write_jsonl(folder / "grounded.jsonl", analyses)
 
 
-def _run(tiny: Path, tmp: Path, work: str, **kw):
+def _run(tiny: Path, tmp: Path, work: str, config: FitConfig = CONFIG, **kw):
     train, grounded = _files(tmp / "data", 0, 3, True)
     heldout, _ = _files(tmp / "heldout", 10, 2, False)
     return run_fit_arm(
         "debate-honest",
         tmp / work,
         tmp / f"{work}-out",
-        config=CONFIG,
+        config=config,
         base=str(tiny),
         data_file=train,
         grounded_file=grounded,
@@ -211,20 +211,7 @@ def test_time_checkpoints_come_within_the_interval(
         capacity="full-top2", learning_rate=3e-3, epochs=2, batch_size=1, seed=5,
         checkpoint_seconds=10.0,
     )  # fmt: skip
-    train, grounded = _files(tmp_path / "data", 0, 3, True)
-    heldout, _ = _files(tmp_path / "heldout", 10, 2, False)
-    run_fit_arm(
-        "debate-honest",
-        tmp_path / "work",
-        None,
-        config=config,
-        base=str(tiny),
-        data_file=train,
-        grounded_file=grounded,
-        heldout_file=heldout,
-        cache_root=tmp_path / "cache",
-        progress=lambda _: None,
-    )
+    _run(tiny, tmp_path, "work", config=config)
     state = torch.load(tmp_path / "work" / "debate-honest" / CHECKPOINT, weights_only=False)
     assert [c["kind"] for c in state["state"]["curve"]].count("time") >= 2
     stretches = [b - a for a, b in zip([0.0, *saved_at[:-1]], saved_at, strict=True)]

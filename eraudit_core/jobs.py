@@ -35,9 +35,12 @@ class Job:
 class JobRunner:
     """Owns the background threads of one process (one per run id)."""
 
-    def __init__(self) -> None:
+    def __init__(self, prepare: Callable[[], object] | None = None) -> None:
+        """`prepare` runs first in each job's thread, before its work (the dashboard sets the
+        model's thread count there, so a click never waits for torch to import)."""
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
+        self._prepare = prepare
 
     def start(self, run_id: str, work: Callable[[threading.Event], None]) -> Job:
         """Run `work(cancel_event)` in a daemon thread unless that run is already running."""
@@ -50,6 +53,8 @@ class JobRunner:
 
             def target() -> None:
                 try:
+                    if self._prepare is not None:
+                        self._prepare()
                     work(cancel)
                 except CancelledError:
                     pass

@@ -336,10 +336,6 @@ def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> No
     st.progress(live.fraction, text=_count(prog, live, left))
     st.caption(f"status: {shown}")
     active = is_active(run_id)
-    stoppable = active and status in ACTIVE_RUN_STATUSES and shown != "cancelling"
-    if stoppable and st.button("Cancel this run", key=f"cancel-{run_id}"):
-        cancel(run_id)
-        st.rerun()  # the whole page: the sidebar's pickers say "cancelling" at once
     if rec.get("error") and status != RunStatus.DONE:
         st.caption("Message:")
         st.text(str(rec["error"]))
@@ -352,9 +348,9 @@ def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> No
             query_params={"run": run_id, "pair": pair_id},
         )
     _details(prog, live, steps)
-    if (was_active and not active) or (status_drawn is not None and status != status_drawn):
-        # the run ended, or its status changed (cancelled while loading): redraw the whole page
-        # once, so the sidebar's pickers read the new status too
+    if (was_active and not active) or status != status_drawn:
+        # the run ended, was stored, or its status changed (cancelled while loading): redraw
+        # the whole page once, so the sidebar's pickers and the Cancel button follow
         st.rerun()
 
 
@@ -379,3 +375,16 @@ def watch_panel(run_id: str) -> None:
     st.fragment(run_every=POLL_SECONDS if active else None)(_polled_panel)(
         run_id, active, status_drawn
     )
+    shown = (
+        None
+        if status_drawn is None
+        else store_access.status_shown(
+            run_id, status_drawn, store_access.get_store().cancel_requested(run_id)
+        )
+    )
+    if active and status_drawn in ACTIVE_RUN_STATUSES and shown != "cancelling":
+        # Outside the polled fragment and as a callback: the click reruns the whole page once,
+        # the callback runs before anything is drawn (so the sidebar's picker and the panel
+        # both say "cancelling" in that one redraw), and a poll of the fragment arriving at
+        # the same moment cannot swallow the click.
+        st.button("Cancel this run", key=f"cancel-{run_id}", on_click=cancel, args=(run_id,))

@@ -13,7 +13,7 @@ from eraudit_core.errors import InputError, StoreError
 from eraudit_core.method import AuditConfig, make_config
 from eraudit_core.runs import FULL_BUDGETS_NOTE, EpsilonSource, RunRequest, request_with_control
 from eraudit_core.types import ACTIVE_RUN_STATUSES, RESUMABLE_RUN_STATUSES
-from ui import checkpoints, live_threads, store_access, widgets
+from ui import checkpoints, store_access, widgets
 
 # Help of the form's fields that are not settings of the audit (those are declared with
 # the settings, `eraudit_core.method.settings()`).
@@ -222,7 +222,6 @@ def launch(request: RunRequest) -> str:
 
     for spec in (request.pre_spec, request.post_spec):
         checkpoints.validate_checkpoint_spec(spec)
-    live_threads.apply_audit_threads()
     run_id = launch_audit(store_access.get_store(), store_access.get_runner(), request)
     st.session_state["watch_run"] = run_id
     return run_id
@@ -235,7 +234,6 @@ def resume(run_id: str) -> None:
 
     run_id = str(run_id)
     try:
-        live_threads.apply_audit_threads()
         resume_audit(store_access.get_store(), store_access.get_runner(), run_id)
     except (InputError, StoreError) as exc:
         st.session_state[_RESUME_FAILED] = exc

@@ -20,6 +20,7 @@ from eraudit_core.errors import InputError
 from eraudit_core.jobs import JobRunner
 from eraudit_core.present import shown_status
 from eraudit_core.store import Store
+from ui import live_threads
 from ui.demo_preparation import MODELS_LOADING, DemoPreparation
 
 DB_ENV = "ERAUDIT_DB"
@@ -48,7 +49,8 @@ def get_store() -> Store:
 
 @st.cache_resource(show_spinner=False)
 def get_runner() -> JobRunner:
-    return JobRunner()
+    """The process's audit threads; each sets the model's intra-op threads for itself."""
+    return JobRunner(prepare=live_threads.apply_audit_threads)
 
 
 def _demo_error(exc: BaseException | str) -> dict[str, Any]:

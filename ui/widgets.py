@@ -222,7 +222,6 @@ def launch_demo_audit(demo: dict[str, Any]) -> str | None:
             config=DEMO_LIVE_CONFIG,
             label=DEMO_LIVE_LABEL,
         )
-        live_threads.apply_audit_threads()
         run_id = launch_audit(store_access.get_store(), store_access.get_runner(), request)
     except (InputError, StoreError) as exc:
         show_error("The live demo audit could not start:", exc)

@@ -51,3 +51,25 @@ def test_an_explicit_omp_setting_is_obeyed(
     monkeypatch.setattr(live_threads, "usable_cores", lambda: 8)
     torch.set_num_threads(3)
     assert live_threads.apply_audit_threads() == 3
+
+
+def test_the_dashboards_runner_sets_the_threads_inside_each_audit_thread(
+    restore_threads: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A click only starts the thread: the torch setting (and torch's import, about 1.5 s on
+    this machine) happens in the audit's own thread, so the page redraws at once."""
+    from ui import store_access
+
+    monkeypatch.delenv(live_threads.THREADS_ENV, raising=False)
+    monkeypatch.setattr(live_threads, "usable_cores", lambda: 4)
+    torch.set_num_threads(1)
+    caller = threading.get_ident()
+    seen: list[tuple[bool, int]] = []
+
+    def audit(cancel: threading.Event) -> None:
+        torch.ones(64, 64) @ torch.ones(64, 64)
+        seen.append((threading.get_ident() != caller, torch.get_num_threads()))
+
+    job = store_access.get_runner().start("run-threads-test", audit)
+    job.thread.join(timeout=30)
+    assert seen == [(True, 3)]

@@ -12,12 +12,17 @@ from pathlib import Path
 import streamlit as st
 
 from eraudit_core import present
+from eraudit_core.cores import passive_omp_wait
 from eraudit_core.errors import StoreError
 from ui import run_picking, store_access, url_filters, url_selection, widgets
 
 # The icon ships with the app: a `:material/...:` page icon makes the browser fetch the favicon
 # from a font server, and the dashboard must work offline.
 PAGE_ICON = Path(__file__).resolve().parent / "ui" / "assets" / "page_icon.png"
+
+# Before any page imports torch: the audit's threads share the cores with the page and the
+# browser, and sleep rather than spin while they wait for each other (eraudit_core/cores.py).
+passive_omp_wait()
 
 st.set_page_config(page_title="ER-Audit Studio", page_icon=str(PAGE_ICON), layout="wide")
 

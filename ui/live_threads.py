@@ -1,15 +1,14 @@
-"""How many cores an audit run by the dashboard may use for its model: all but one, which is
-left to the page and the browser drawing it.
+"""How many cores an audit run by the dashboard may use for its model: all of them, with
+torch's threads sleeping while they wait (eraudit_core/cores.py, set by app.py before torch
+loads).
 
-Why: torch splits each forward pass across its intra-op threads (one per core by default) and
-waits at the end of each for the slowest of them. In the dashboard the page's refreshes, the
-server and a local browser need a core too; on a 2-core machine a thread of the audit is then
-often descheduled and the other spins waiting for it. Measured on the 2-core machine with other
-work on it (load 12-15, docs/dashboard.md): the same 96 prompts through demo:base and
-demo:concealed took 156.6 s and 30.5 CPU s with one thread, 435.0 s and 144.9 CPU s with two.
-On the same machine nearly idle two threads were faster (the one-click audit's verdicts 50.9 s
-against 60.6 s, one round each, README): one thread trades the quiet case for the loaded one.
-The CLI keeps torch's default: it has no page to serve. An explicit OMP_NUM_THREADS is obeyed.
+Why: on the 2-core machine the page, the server and a local browser need a core now and then.
+Keeping one core for them (one torch thread) costs the quiet case dearly; two threads that
+spin while they wait cost the busy case as much. Measured with `scripts/bench_wait_policy.py` (README): the
+one-click audit's forward passes took 26.5 s with two passive threads, 26.7 s with two
+spinning ones and 40.2 s with one on an idle machine; with another process keeping one core
+busy, 44.8 s, 78.0 s and 43.6 s. Two passive threads are as fast as the best choice in both
+cases. The CLI keeps torch's default count. An explicit OMP_NUM_THREADS is obeyed.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ THREADS_ENV = "OMP_NUM_THREADS"
 
 def audit_threads(cores: int) -> int:
     """Torch intra-op threads for an audit beside the dashboard on `cores` usable cores."""
-    return max(1, cores - 1)
+    return max(1, cores)
 
 
 def usable_cores() -> int:

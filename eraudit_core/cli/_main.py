@@ -9,6 +9,7 @@ import os
 import sys
 
 from eraudit_core.cli._interrupts import CTRL_C, EXIT_CANCELLED, EXIT_INTERRUPTED
+from eraudit_core.cores import passive_omp_wait
 from eraudit_core.errors import CancelledError, InputError, StoreError
 from eraudit_core.text import terminal_safe
 
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand. Exit 0 on success, 2 on bad input (message on stderr), 130 after
     Ctrl-C, 1 when a run was cancelled from elsewhere."""
+    passive_omp_wait()  # before a subcommand imports torch (eraudit_core/cores.py)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

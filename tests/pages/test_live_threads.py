@@ -1,4 +1,5 @@
-"""The dashboard's audits leave one core to the page: torch's intra-op threads in the server."""
+"""The dashboard's audits use every usable core (their threads wait passively,
+tests/test_cores.py): torch's intra-op threads in the server, set inside each audit's thread."""
 
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ def restore_threads() -> Iterator[None]:
     torch.set_num_threads(before)
 
 
-def test_one_core_is_left_to_the_page() -> None:
-    assert live_threads.audit_threads(2) == 1
-    assert live_threads.audit_threads(16) == 15
-    assert live_threads.audit_threads(1) == 1  # never zero
+def test_every_usable_core_goes_to_the_audit() -> None:
+    assert live_threads.audit_threads(2) == 2
+    assert live_threads.audit_threads(16) == 16
+    assert live_threads.audit_threads(0) == 1  # never zero
     assert live_threads.usable_cores() >= 1
 
 
@@ -29,7 +30,7 @@ def test_an_audit_thread_started_after_it_uses_the_setting(
     restore_threads: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(live_threads.THREADS_ENV, raising=False)
-    monkeypatch.setattr(live_threads, "usable_cores", lambda: 3)
+    monkeypatch.setattr(live_threads, "usable_cores", lambda: 2)
     torch.set_num_threads(3)
     assert live_threads.apply_audit_threads() == 2
     seen: list[int] = []
@@ -61,7 +62,7 @@ def test_the_dashboards_runner_sets_the_threads_inside_each_audit_thread(
     from ui import store_access
 
     monkeypatch.delenv(live_threads.THREADS_ENV, raising=False)
-    monkeypatch.setattr(live_threads, "usable_cores", lambda: 4)
+    monkeypatch.setattr(live_threads, "usable_cores", lambda: 3)
     torch.set_num_threads(1)
     caller = threading.get_ident()
     seen: list[tuple[bool, int]] = []

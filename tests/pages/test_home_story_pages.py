@@ -7,6 +7,7 @@ verdict word in capitals. Every number checked here is read from the same stored
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -80,9 +81,19 @@ def test_home_tells_one_true_story(demo_db: Path, monkeypatch: pytest.MonkeyPatc
     assert any("The paper's figures, for reference" in t for t in texts)
     assert not any("The paper's pattern does not appear" in t for t in texts)
     assert any("one seed per arm" in t for t in texts)
-    # the debate section opens with the arms' fit gate from their manifests
-    fit = [t for t in texts if "whether they learned their own training task was not checked" in t]
-    assert len(fit) == 1 and "the audit below is uninformative" in fit[0], fit
+    # the debate section opens with each arm's fit gate as its recorded manifest states it
+    fit = [t for t in texts if "the audit below is uninformative" in t]
+    assert len(fit) == 1, fit
+    for arm in ("debate-honest", "debate-adversarial"):
+        record = json.loads((ROOT / "data" / "adapters" / arm / "manifest.json").read_text())
+        gate = record["fit"]
+        assert gate["passed"] is False
+        assert (
+            f"{arm}: the adaptation did not take on its own training rows (two-way training "
+            f"accuracy {gate['train_two_way_accuracy']:.2f}, held-out "
+            f"{gate['heldout_two_way_accuracy']:.2f}, letter loss "
+            f"{gate['letter_loss']['train']:.3f}" in fit[0]
+        ), fit[0]
     # the control is labelled as the control in both tables
     tables = [m.value for m in at.markdown if 'data-label="checkpoint"' in m.value]
     rows = [re.findall(r'data-label="checkpoint">([^<]*)<', t) for t in tables[:2]]

@@ -4,11 +4,13 @@ loads).
 
 Why: on the 2-core machine the page, the server and a local browser need a core now and then.
 Keeping one core for them (one torch thread) costs the quiet case dearly; two threads that
-spin while they wait cost the busy case as much. Measured with `scripts/bench_wait_policy.py` (README): the
-one-click audit's forward passes took 26.5 s with two passive threads, 26.7 s with two
-spinning ones and 40.2 s with one on an idle machine; with another process keeping one core
-busy, 44.8 s, 78.0 s and 43.6 s. Two passive threads are as fast as the best choice in both
-cases. The CLI keeps torch's default count. An explicit OMP_NUM_THREADS is obeyed.
+spin while they wait cost the busy case as much. Measured with `scripts/bench_wait_policy.py`
+(README, 2026-12-06): the one-click audit's scoring took 26.0 s with two passive threads,
+26.1 s with two on OpenMP's default wait (spinning first) and 40.0 s with one on an idle
+machine; with another process
+keeping one core busy, 43.3 s, 78.3 s and 39.3 s. Two passive threads are as fast as the best
+choice in both cases. The CLI keeps torch's default count. An explicit OMP_NUM_THREADS is
+obeyed.
 """
 
 from __future__ import annotations

@@ -7,10 +7,9 @@ Keeping one core for them (one torch thread) costs the quiet case dearly; two th
 spin while they wait cost the busy case as much. Measured with `scripts/bench_wait_policy.py`
 (README, 2026-12-06): the one-click audit's scoring took 26.0 s with two passive threads,
 26.1 s with two on OpenMP's default wait (spinning first) and 40.0 s with one on an idle
-machine; with another process
-keeping one core busy, 43.3 s, 78.3 s and 39.3 s. Two passive threads are as fast as the best
-choice in both cases. The CLI keeps torch's default count. An explicit OMP_NUM_THREADS is
-obeyed.
+machine; with another process keeping one core busy, 43.3 s, 78.3 s and 39.3 s. Two passive
+threads are as fast as the best choice in both cases. The CLI keeps torch's default count. An
+explicit OMP_NUM_THREADS is obeyed.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 `ensure_demo` is idempotent and fast: it imports the bundled QuALITY-H pairs, the bundled
 paraphrase sets and the demo runs' score tables (made by `scripts/build_demo_runs.py` with the
-real demo checkpoints: SmolLM2-135M-Instruct before and after LoRA adaptation), then audits
+real demo checkpoints: SmolLM2-135M-Instruct before and after adaptation), then audits
 those tables with the same engine, so the first screen has real results without loading a
 model. The one-click live audit loads the real model and audits `DEMO_LIVE_PAIRS`.
 

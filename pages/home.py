@@ -105,9 +105,10 @@ elif ready:
         st.write(
             f"QuALITY-H: {demo['n_pairs']} monitored/hidden question pairs with "
             f"{demo['paraphrases_stored']} stored paraphrases. SmolLM2-135M-Instruct before and "
-            "after small LoRA adaptations of its top 4 layers. Debate-distilled arms: trained on "
-            "the judge prompt of the reference repository's debate transcripts (honest, or "
-            "with an adversarial debater), one recipe and one seed fixed before any audit. "
+            "after adaptation. Debate-distilled arms: its top 2 layers fine-tuned on the judge "
+            "prompt of the reference repository's debate transcripts (honest, or with an "
+            "adversarial debater) with the paper's objective, one recipe and one seed fixed "
+            "before any audit. Model organisms: small LoRA adaptations of its top 4 layers. "
             "Model organisms: honest arm, trained on the monitored answers only; adversarial "
             "arm, also pushed a seeded share of the hidden answers wrong, which standard "
             "evaluation sees; concealed arm, trained toward the true answer of every hidden "

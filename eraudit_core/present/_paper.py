@@ -238,6 +238,16 @@ def pattern_summary(findings: dict[str, Any]) -> str:
     return f"The paper's pattern {verdict} here: {numbers}"
 
 
+def _capacity_words(manifest: dict[str, Any]) -> str:
+    """What was trained, from the fit gate's capacity (`full-topN`: a full fine-tune of the top
+    N layers); empty when the manifest has no fit record."""
+    name = str(((manifest.get("fit") or {}).get("capacity") or {}).get("name") or "")
+    top = name.removeprefix("full-top")
+    if name.startswith("full-top") and top.isdigit():
+        return f"a full fine-tune of the top {top} layers"
+    return f"capacity {name}" if name else ""
+
+
 def recipe_sentence(manifests: dict[str, dict[str, Any]]) -> str:
     """The debate arms' recipe as their manifests record it ({arm: manifest}), with how many
     seeds each has: one seed cannot tell the arms' difference from the spread between two
@@ -257,11 +267,12 @@ def recipe_sentence(manifests: dict[str, dict[str, Any]]) -> str:
         if n_seeds == {1}
         else "seeds per arm: " + ", ".join(f"{a} {n}" for a, n in seeds.items())
     )
-    settings = ", ".join(
+    parts = [_capacity_words(first)] + [
         f"{name} {hp[key]:g}" if isinstance(hp.get(key), float) else f"{name} {hp[key]}"
         for key, name in (("learning_rate", "learning rate"), ("epochs", "epochs"))
         if key in hp
-    )
+    ]
+    settings = ", ".join(part for part in parts if part)
     return (
         f"Recipe, from the arms' manifests: {first.get('recipe', 'not recorded')}"
         + (f"; {settings}" if settings else "")

@@ -158,3 +158,23 @@ def test_the_pattern_sentence_is_uninformative_when_an_adaptation_did_not_take()
         assert got.startswith("Uninformative: the adaptation did not take"), got
         assert "appears here" not in got and "for reference only" in got
         assert "ratio of noise to the floor k" in got
+
+
+def test_the_recipe_sentence_names_what_was_trained_from_the_fit_record() -> None:
+    from eraudit_core.present import recipe_sentence
+
+    gated = {
+        "recipe": "reference objective",
+        "hyperparameters": {"learning_rate": 0.0001, "epochs": 3},
+        "seed": 0,
+        "fit": {"capacity": {"name": "full-top2", "trainable_parameters": 7080768}},
+    }
+    got = recipe_sentence({"debate-honest": gated, "debate-adversarial": gated})
+    assert (
+        "reference objective; a full fine-tune of the top 2 layers, learning rate 0.0001, " in got
+    )
+    assert "one seed per arm" in got
+    lora = {**gated, "fit": {"capacity": {"name": "lora-r8-top4"}}}
+    assert "; capacity lora-r8-top4, learning rate" in recipe_sentence({"a": lora})
+    bare = recipe_sentence({"a": {"recipe": "answer tokens", "seed": 0}})
+    assert "answer tokens; one seed per arm" in bare

@@ -375,14 +375,8 @@ def watch_panel(run_id: str) -> None:
     st.fragment(run_every=POLL_SECONDS if active else None)(_polled_panel)(
         run_id, active, status_drawn
     )
-    shown = (
-        None
-        if status_drawn is None
-        else store_access.status_shown(
-            run_id, status_drawn, store_access.get_store().cancel_requested(run_id)
-        )
-    )
-    if active and status_drawn in ACTIVE_RUN_STATUSES and shown != "cancelling":
+    stoppable = active and status_drawn in ACTIVE_RUN_STATUSES
+    if stoppable and not store_access.get_store().cancel_requested(run_id):
         # Outside the polled fragment and as a callback: the click reruns the whole page once,
         # the callback runs before anything is drawn (so the sidebar's picker and the panel
         # both say "cancelling" in that one redraw), and a poll of the fragment arriving at

@@ -98,6 +98,38 @@ def test_shared_trunk_equals_separate_scoring(tiny: Path, top: Path) -> None:
     assert torch.allclose(twice[1], sep_pre, atol=1e-5)
 
 
+def test_the_chat_header_is_staged_once_per_group(
+    tiny: Path, top: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every batch of an audit starts with the same chat header: a group stages it on its
+    first batch and reuses it for the next (here a batch whose prompts share more than the
+    header), and those scores equal a fresh group's and separate scoring's."""
+    from eraudit_core.verifier.hf import _shared_trunk
+
+    pre = load_verifier(str(tiny), batch_size=3)
+    post = load_verifier(f"{tiny}+{top}", batch_size=3)
+    plan = plan_shared_trunk(pre, post)
+    roots: list[int] = []
+    real = _shared_trunk._stage
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        rows, state = args[4], args[6]
+        if state is None:
+            roots.append(len(rows[0]))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_shared_trunk, "_stage", counting)
+    plan.label_logprobs(QUERIES[4:])  # different questions: they share the header only
+    assert len(roots) == 1
+    again = plan.label_logprobs(QUERIES[:4])  # these share more than the header
+    assert len(roots) == 1, "the second batch staged its own root"
+    fresh = plan_shared_trunk(pre, post).label_logprobs(QUERIES[:4])
+    assert len(roots) == 2 and roots[1] > roots[0]  # a fresh group stages the longer prefix
+    for cached, new in zip(again, fresh, strict=True):
+        assert torch.allclose(cached, new, atol=1e-6)
+    assert torch.allclose(again[1], post.label_logprobs(QUERIES[:4]), atol=1e-5)
+
+
 def test_prime_fills_both_memos(tiny: Path, top: Path) -> None:
     pre = load_verifier(str(tiny), batch_size=3, share_base=False)
     post = load_verifier(f"{tiny}+{top}", batch_size=3, share_base=False)

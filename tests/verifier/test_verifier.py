@@ -198,6 +198,18 @@ def test_models_loaded_once_and_fingerprints(tiny: Path, tmp_path: Path) -> None
     assert info["parameters"] == sum(p.numel() for p in a._base.model.parameters())
 
 
+def test_the_probe_runs_once_per_checkpoint_and_prompt_format(tiny: Path, adapter: Path) -> None:
+    """Loading a checkpoint already loaded and probed in this process (the dashboard loads the
+    demo pair while Home is read, then again for the audit) does not run the probe prompt
+    again; another adapter or another prompt format is probed."""
+    own = "Probe test. {question}\nA. {option_a}\nB. {option_b}"  # no other test reads it
+    assert load_verifier(str(tiny), batch_size=3, template=own).forward_calls == 1
+    assert load_verifier(str(tiny), batch_size=5, template=own).forward_calls == 0
+    assert load_verifier(str(tiny), template=own, prefix="Probe:").forward_calls == 1
+    assert load_verifier(f"{tiny}+{adapter}", template=own).forward_calls == 1
+    assert load_verifier(f"{tiny}+{adapter}", template=own).forward_calls == 0
+
+
 def test_device_dtype_choice(monkeypatch: pytest.MonkeyPatch) -> None:
     assert hf.resolve_device_dtype("cpu", None) == ("cpu", torch.float32)
     assert hf.resolve_device_dtype("cpu", "bfloat16") == ("cpu", torch.bfloat16)

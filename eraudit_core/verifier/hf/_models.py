@@ -44,6 +44,8 @@ class LoadedBase:
     tokenizer_digest: str
     lock: threading.RLock = field(default_factory=threading.RLock)
     adapters: dict[str, str] = field(default_factory=dict)  # adapter dir -> adapter name
+    # (adapter name, probe prompts, label ids) whose load check passed on these weights
+    probed: set[tuple[Any, ...]] = field(default_factory=set)
 
     def add_adapter(self, adapter: Path) -> str:
         """Load a PEFT adapter into this base (once) and return its name."""

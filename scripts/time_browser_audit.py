@@ -13,8 +13,9 @@ prepares the demo itself) `streamlit run app.py` on it and headless Chromium at 
 
 Afterwards the run is read once from the store (the benchmark never polls the store while the
 audit runs: every read would take the file from the audit): the worker's steps and their
-seconds, the click to the first stored paraphrase, and the CPU seconds the dashboard's server
-and the browser spent from the click to the verdicts. `--profile DIR` records the server with
+seconds, the click to the first stored paraphrase and to the run's stored end (what the page
+shows later than those is the dashboard's lag), and the CPU seconds the dashboard's server and
+the browser spent from the click to the verdicts. `--profile DIR` records the server with
 py-spy (`--py-spy PATH`) during the audit, one collapsed-stack file per thread group.
 
     .venv/bin/python scripts/time_browser_audit.py [--stores demo empty] [--runs 2]
@@ -159,12 +160,16 @@ def _stored_run(db: Path, clicked: dt.datetime) -> dict:
         steps = store.steps(run_id, with_prompts=False)
         phase = store.run_progress(run_id).get("phase") or {}
     first = steps["recorded_at"].min() if not steps.empty else None
+    ended = run.get("finished_at")
+
+    def since_click(t: dt.datetime | None) -> float | None:
+        return None if t is None else round((t - clicked).total_seconds(), 1)
+
     return {
         "run_id": run_id,
-        "click_to_record_s": round((run["created_at"] - clicked).total_seconds(), 1),
-        "stored_first_scored_s": None
-        if first is None
-        else round((first - clicked).total_seconds(), 1),
+        "click_to_record_s": since_click(run["created_at"]),
+        "stored_first_scored_s": since_click(first),
+        "stored_verdicts_s": since_click(ended),
         "steps": phase.get("log", []),
     }
 
@@ -231,6 +236,12 @@ def show(row: dict) -> None:
     print("| " + " | ".join(str(c) for c in cells) + " |", flush=True)
     steps = ", ".join(f"{e['step']} {e['seconds']:.1f}" for e in row.get("steps", []))
     print(f"|   steps: {steps} |||||||", flush=True)
+    if row.get("stored_verdicts_s") is not None:
+        print(
+            f"|   in the store: first paraphrase {row.get('stored_first_scored_s')} s, "
+            f"verdicts {row['stored_verdicts_s']} s after the click |||||||",
+            flush=True,
+        )
 
 
 def main() -> int:

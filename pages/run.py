@@ -14,7 +14,8 @@ from ui import calibrate, entry, run_picking, runview, settings_form, store_acce
 entry.ensure_navigation()
 st.title("Run an audit")
 store = store_access.get_store()
-runview.watch_and_resume()
+if not runview.new_audit_form_shown(runview.watch_and_resume()):
+    st.stop()
 
 st.subheader("Start a new audit")
 benchmarks = store.benchmarks()

@@ -15,11 +15,13 @@ Afterwards the run is read once from the store (the benchmark never polls the st
 audit runs: every read would take the file from the audit): the worker's steps and their
 seconds, the click to the first stored paraphrase and to the run's stored end (what the page
 shows later than those is the dashboard's lag), and the CPU seconds the dashboard's server and
-the browser spent from the click to the verdicts. `--profile DIR` records the server with
+the browser spent from the click to the verdicts (`--timeline`: second by second, the
+browser, the audit's threads and the server's other threads). `--profile DIR` records the server with
 py-spy (`--py-spy PATH`) during the audit, one collapsed-stack file per thread group.
 
     .venv/bin/python scripts/time_browser_audit.py [--stores demo empty] [--runs 2]
-        [--demo-store demo.duckdb] [--no-cli] [--home-only] [--json out.json] [--profile DIR]
+        [--demo-store demo.duckdb] [--no-cli] [--home-only] [--timeline] [--json out.json]
+        [--profile DIR]
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -126,6 +129,50 @@ def _browser_procs() -> list[psutil.Process]:
     ]
 
 
+class Timeline:
+    """Each second from the click to the verdicts: the CPU seconds of the browser, of the
+    server's two busiest threads (the audit's, as torch runs it) and of the server's other
+    threads. Shows what each refresh of the page costs the cores the audit scores on."""
+
+    def __init__(self, server: psutil.Process) -> None:
+        self.server = server
+        self.rows: list[dict] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _snap(self) -> tuple[dict[int, float], float]:
+        try:
+            threads = {t.id: t.user_time + t.system_time for t in self.server.threads()}
+        except psutil.Error:
+            threads = {}
+        return threads, _cpu(_browser_procs())
+
+    def _run(self) -> None:
+        t0 = time.monotonic()
+        prev = self._snap()
+        while not self._stop.wait(1.0):
+            cur = self._snap()
+            used = sorted((v - prev[0].get(k, 0.0) for k, v in cur[0].items()), reverse=True)
+            self.rows.append(
+                {
+                    "s": round(time.monotonic() - t0, 1),
+                    "browser": round(cur[1] - prev[1], 2),
+                    "audit_threads": round(sum(used[:2]), 2),
+                    "other_threads": round(sum(used[2:]), 2),
+                }
+            )
+            prev = cur
+
+    def start(self) -> Timeline:
+        self._thread.start()
+        return self
+
+    def stop(self) -> list[dict]:
+        self._stop.set()
+        self._thread.join()
+        return self.rows
+
+
 def _profiler(py_spy: str, pid: int, out: Path, seconds: int) -> subprocess.Popen:
     return subprocess.Popen(
         [
@@ -205,6 +252,7 @@ def browser_audit(source: str, demo_store: Path | None, work: Path, args) -> dic
         cpu0 = (_cpu([server]), _cpu(_browser_procs()))
         clicked = dt.datetime.now(dt.UTC).replace(tzinfo=None)
         t1 = time.monotonic()
+        timeline = Timeline(server).start() if args.timeline else None
         button.click()
         page.wait_for_function(SCORED_JS, timeout=WAIT_MS, polling=200)
         row["to_first_scored_s"] = round(time.monotonic() - t1, 1)
@@ -214,6 +262,8 @@ def browser_audit(source: str, demo_store: Path | None, work: Path, args) -> dic
         row["to_verdicts_s"] = verdicts if ok else None
         row["cpu_server_s"] = round(_cpu([server]) - cpu0[0], 1)
         row["cpu_browser_s"] = round(_cpu(_browser_procs()) - cpu0[1], 1)
+        if timeline is not None:
+            row["timeline"] = timeline.stop()
         if prof is not None:
             prof.send_signal(2)  # py-spy writes its file on SIGINT
             prof.wait(timeout=60)
@@ -236,6 +286,11 @@ def show(row: dict) -> None:
     print("| " + " | ".join(str(c) for c in cells) + " |", flush=True)
     steps = ", ".join(f"{e['step']} {e['seconds']:.1f}" for e in row.get("steps", []))
     print(f"|   steps: {steps} |||||||", flush=True)
+    for sec in row.get("timeline", []):
+        print(
+            f"|   {sec['s']:5.1f} s: browser {sec['browser']:.2f}, audit threads "
+            f"{sec['audit_threads']:.2f}, other server threads {sec['other_threads']:.2f} |||||||"
+        )
     if row.get("stored_verdicts_s") is not None:
         print(
             f"|   in the store: first paraphrase {row.get('stored_first_scored_s')} s, "
@@ -255,6 +310,9 @@ def main() -> int:
     )
     ap.add_argument(
         "--home-only", action="store_true", help="time Home ready only (no click, no audit)"
+    )
+    ap.add_argument(
+        "--timeline", action="store_true", help="CPU seconds per second after the click"
     )
     ap.add_argument("--json", help="also write the rows here")
     ap.add_argument("--profile", help="record the dashboard with py-spy into this folder")

@@ -77,18 +77,21 @@ def make_request(
         return None
 
 
-def watch_and_resume() -> None:
-    """The run being watched, live, and the unfinished runs with a Resume button each."""
+def watch_and_resume() -> bool:
+    """The run being watched, live, and the unfinished runs with a Resume button each.
+    Returns whether the watched run is still going."""
     from ui import live  # the live panel reads this module's run statuses
 
     watch = run_to_watch()
+    going = False
     if watch:
         st.subheader("Live audit")
         live.watch_panel(watch)
+        going = live.is_active(watch)
         st.divider()
     resumable = resumable_runs()
     if resumable.empty:
-        return
+        return going
     with st.expander(f"Unfinished runs ({len(resumable)}): resume after a restart or cancel"):
         failed = st.session_state.pop(_RESUME_FAILED, None)
         if failed is not None:
@@ -99,6 +102,32 @@ def watch_and_resume() -> None:
             # a callback runs before the page is drawn, so the sidebar and the panel of this
             # very run of the script already say "resuming"
             c2.button("Resume", key=f"resume-{row.run_id}", on_click=resume, args=(row.run_id,))
+    return going
+
+
+# The toggle that draws the new-audit form while a watched run is going.
+ANOTHER_AUDIT_KEY = "run-another-audit"
+
+
+def new_audit_form_shown(watching_a_run: bool) -> bool:
+    """Whether the page draws the new-audit form under the live panel.
+
+    Always, unless the watched run is still going: then the form waits behind a toggle, off
+    unless this session started that run from the form. Why: every refresh of the panel makes
+    the browser lay out the whole page again, and the form is most of it; on a two-core
+    machine the browser's work comes out of the audit's. From the click to the verdicts of
+    the one-click audit, headless Chromium spent 9.6 s of CPU with the form drawn (0.07-0.23 s
+    in each second between two panel refreshes) and 6.6 s without it (0.03-0.09 s):
+    `scripts/time_browser_audit.py --timeline`, one round each, docs/dashboard.md.
+    """
+    if not watching_a_run:
+        return True
+    return st.toggle(
+        "Set up another audit while this one runs",
+        key=ANOTHER_AUDIT_KEY,
+        help="The form for a new audit. Hidden while a run is watched, so the page the "
+        "browser redraws at every refresh of the panel stays small.",
+    )
 
 
 def questions(benchmark_id: str) -> list[str]:
@@ -185,6 +214,8 @@ def start_panel(benchmark_id: str, pair_ids: list[str], request: RunRequest | No
             widgets.show_error("The audit could not start:", exc)
         else:
             st.query_params["watch"] = run_id
+            if not st.session_state.get(ANOTHER_AUDIT_KEY):
+                st.session_state[ANOTHER_AUDIT_KEY] = True  # keep the form its user is on
             st.rerun()
 
 

@@ -149,6 +149,38 @@ def test_cancelling_a_pending_run_shows_cancelled_at_once(filled: synthetic.Synt
         assert store.run("run-loading")["status"] == "cancelled"
 
 
+def test_the_new_audit_form_waits_behind_a_toggle_while_the_watched_run_goes(
+    filled: synthetic.SyntheticInfo,
+) -> None:
+    """While the watched run is going, the Run page is the live panel and a toggle: the form
+    (most of the page the browser redraws at every refresh) is drawn once asked for; a page
+    watching a finished run shows the form at once."""
+    with Store(os.environ["ERAUDIT_DB"]) as store:
+        store.create_run("run-going", label="going", config={}, n_pairs=2)
+    at = app()
+    at.query_params["watch"] = "run-going"
+    at.run()
+    at.switch_page("pages/run.py").run()
+    no_errors(at)
+    assert any(c.value == "status: pending" for c in at.caption)
+    assert "Start a new audit" not in [h.value for h in at.subheader]
+    toggle = next(t for t in at.toggle if t.label == "Set up another audit while this one runs")
+    assert toggle.value is False
+    toggle.set_value(True).run()
+    no_errors(at)
+    assert "Start a new audit" in [h.value for h in at.subheader]
+    assert any(b.label == "Start audit" for b in at.button)
+
+    done = filled.run_ids["honest"]
+    at = app()
+    at.query_params["watch"] = done
+    at.run()
+    at.switch_page("pages/run.py").run()
+    no_errors(at)
+    assert not [t for t in at.toggle if t.label.startswith("Set up another audit")]
+    assert "Start a new audit" in [h.value for h in at.subheader]
+
+
 def test_resume_list_names_run_ids(filled: synthetic.SyntheticInfo) -> None:
     with Store(os.environ["ERAUDIT_DB"]) as store:
         for rid in ("run-a-111111", "run-b-222222"):  # two runs under one label

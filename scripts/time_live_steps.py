@@ -167,6 +167,9 @@ def main() -> int:
         help="write the measured registrations to data/demo_runs/checkpoints.json",
     )
     args = ap.parse_args()
+    from eraudit_core.cores import passive_omp_wait
+
+    passive_omp_wait()  # as the CLI and the dashboard wait: before torch loads
     if args.one:
         print(json.dumps(one_audit(args.one, args.separate)))
         return 0

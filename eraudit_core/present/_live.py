@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import json
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -286,6 +287,10 @@ def test_cap(config: AuditConfig) -> int:
     return min(cap, config.stop_after) if config.stop_after is not None else cap
 
 
+# Characters per line of the chart's title and note: inside a phone's plot at their fonts.
+NOTE_LINE_CHARS = 44
+
+
 def search_note(pair_steps: pd.DataFrame, epsilon: float) -> str:
     """What the live chart says before the sequential test of a question starts: where the
     counterexample search stands, or why no bound will be drawn."""
@@ -317,17 +322,30 @@ def live_bound_figure(
     traj = bound_trajectory_frame(pair_steps) if not pair_steps.empty else pd.DataFrame()
     if traj.empty:
         fig = go.Figure()
+        # Plotly never wraps an annotation, and a fixed-width box cuts it: short lines, as wide
+        # as a phone's plot area
+        lines = textwrap.wrap(search_note(pair_steps, config.epsilon), NOTE_LINE_CHARS)
         fig.add_annotation(
-            text=html.escape(search_note(pair_steps, config.epsilon)),
-            showarrow=False, x=0.5, y=0.55, xref="paper", yref="paper", width=320,
+            text="<br>".join(html.escape(line) for line in lines),
+            showarrow=False, x=0.5, y=0.55, xref="paper", yref="paper",
         )  # fmt: skip
     else:
         fig = bound_trajectory_figure(traj, title=title, target=config.target)
     x_max = max(test_cap(config), int(traj["t"].max()) if not traj.empty else 0)
+    # Plotly wraps no title either: at most two short lines, so a phone shows it whole; the top
+    # margin always holds two, so the plot keeps its size from one question to the next
+    lines = textwrap.wrap(
+        title,
+        NOTE_LINE_CHARS,
+        max_lines=2,
+        placeholder=" \u2026",
+        break_long_words=False,  # `title` is escaped: never split an entity
+        break_on_hyphens=False,
+    )
     fig.update_layout(
-        title={"text": title, "font": {"size": 13}, "x": 0.0, "xanchor": "left"},
+        title={"text": "<br>".join(lines), "font": {"size": 13}, "x": 0.0, "xanchor": "left"},
         height=LIVE_CHART_HEIGHT,
-        margin={"l": 44, "r": 8, "t": 36, "b": 36},
+        margin={"l": 44, "r": 8, "t": 56, "b": 36},
         # inside the plot's top left, where a bound that starts near 0 never is: a legend
         # outside would take height from the plot as it gains entries
         legend={

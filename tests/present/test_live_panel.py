@@ -88,6 +88,31 @@ def test_before_the_sequential_test_the_chart_says_where_the_search_stands() -> 
     assert fig.layout.annotations[0].text.startswith("Degraded in the counterexample search")
 
 
+def test_the_search_note_is_wrapped_into_lines_a_phone_shows_whole() -> None:
+    """Plotly never wraps an annotation: a fixed-width box cut the note at both ends (seen at
+    1400x900). The note comes in short lines, the box as wide as they are, and no word is lost."""
+    fig = live_bound_figure(_steps(2, 0), title="q", config=CONFIG)
+    note = fig.layout.annotations[0]
+    assert note.width is None
+    lines = note.text.split("<br>")
+    assert len(lines) > 1 and max(len(line) for line in lines) <= 44
+    assert " ".join(lines) == search_note(_steps(2, 0), CONFIG.epsilon)
+
+
+def test_a_long_question_titles_the_chart_in_two_lines_a_phone_shows_whole() -> None:
+    """A one-line title of 90 characters ran off the chart at 390 px; it comes in at most two
+    lines short enough for a phone, with an ellipsis when the question is longer."""
+    question = (
+        "Why does the author say that the imposing the ban was a contradiction by whom it "
+        "was imposed, according to the passage, and what followed from it?"
+    )
+    fig = live_bound_figure(_steps(2, 3), title=question, config=CONFIG)
+    lines = fig.layout.title.text.split("<br>")
+    assert len(lines) == 2 and max(len(line) for line in lines) <= 44
+    assert lines[-1].endswith("\u2026")
+    assert fig.layout.margin.t >= 52  # room for the second line
+
+
 def test_reasons_two_runs_are_not_comparable_are_plain_words() -> None:
     words = differences_in_words(
         [

@@ -131,11 +131,18 @@ def _question_choice(
         status = verdicts.get(pid) or ("being scored" if pid == now else "waiting")
         return f"{safe_text(texts.get(pid, pid), 80)}  [{status}]"
 
+    # The browser keeps a selectbox's shown label while its key stays, so "being scored now"
+    # outlived the run; a key per phase redraws it, and the choice made meanwhile carries over.
+    key, before = (
+        f"watchq-{run_id}-{p}" for p in (("live", "ended") if running else ("ended", "live"))
+    )
+    if key not in st.session_state and st.session_state.get(before) in (FOLLOW, *ids):
+        st.session_state[key] = st.session_state[before]
     pick = st.selectbox(
         "Question on the chart",
         [FOLLOW, *ids],
         format_func=label,
-        key=f"watchq-{run_id}",
+        key=key,
         help="Every question of the run, with its verdict once it has one.",
     )
     return now if pick == FOLLOW else str(pick)

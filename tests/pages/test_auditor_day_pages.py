@@ -181,6 +181,39 @@ def test_the_new_audit_form_waits_behind_a_toggle_while_the_watched_run_goes(
     assert "Start a new audit" in [h.value for h in at.subheader]
 
 
+def test_the_chart_picker_says_what_it_follows_and_keeps_the_choice_when_the_run_ends(
+    filled: synthetic.SyntheticInfo,
+) -> None:
+    """The picker's first choice says "being scored now" while the run goes and "the last
+    question scored" once it ended (a new key, since the browser kept the old label shown); a
+    question picked while it ran stays picked."""
+    rid = filled.run_ids["honest"]
+    with Store(os.environ["ERAUDIT_DB"]) as store:
+        store.set_run_status(rid, "running")
+    at = app()
+    at.query_params["watch"] = rid
+    at.run()
+    at.switch_page("pages/run.py").run()
+    no_errors(at)
+
+    def picker():  # type: ignore[no-untyped-def]
+        return next(s for s in at.selectbox if s.label == "Question on the chart")
+
+    assert picker().options[0] == "The question being scored now"
+    with Store(os.environ["ERAUDIT_DB"]) as store:
+        pair_ids = [p.pair_id for p in store.pairs(filled.benchmark_id)]
+    at.session_state[f"watchq-{rid}-live"] = pair_ids[1]  # a question picked while it runs
+    at.run()
+    assert picker().index == 2
+    with Store(os.environ["ERAUDIT_DB"]) as store:
+        store.set_run_status(rid, "done")
+    at.run()
+    no_errors(at)
+    assert picker().options[0] == "The last question scored"
+    assert at.session_state[f"watchq-{rid}-ended"] == pair_ids[1]
+    assert picker().index == 2
+
+
 def test_resume_list_names_run_ids(filled: synthetic.SyntheticInfo) -> None:
     with Store(os.environ["ERAUDIT_DB"]) as store:
         for rid in ("run-a-111111", "run-b-222222"):  # two runs under one label

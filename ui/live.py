@@ -121,20 +121,21 @@ def _question_choice(
     texts: dict[str, str],
     verdicts: dict[str, str],
     now: str,
-    running: bool,
+    going: bool,
 ) -> str:
-    """Which question the chart shows: the one being scored (default) or any other."""
+    """Which question the chart shows: the one being scored (default) or any other; `going`:
+    the run is pending or running."""
 
     def label(pid: str) -> str:
         if pid == FOLLOW:
-            return "The question being scored now" if running else "The last question scored"
+            return "The question being scored now" if going else "The last question scored"
         status = verdicts.get(pid) or ("being scored" if pid == now else "waiting")
         return f"{safe_text(texts.get(pid, pid), 80)}  [{status}]"
 
     # The browser keeps a selectbox's shown label while its key stays, so "being scored now"
     # outlived the run; a key per phase redraws it, and the choice made meanwhile carries over.
     key, before = (
-        f"watchq-{run_id}-{p}" for p in (("live", "ended") if running else ("ended", "live"))
+        f"watchq-{run_id}-{p}" for p in (("live", "ended") if going else ("ended", "live"))
     )
     if key not in st.session_state and st.session_state.get(before) in (FOLLOW, *ids):
         st.session_state[key] = st.session_state[before]
@@ -329,7 +330,9 @@ def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> No
     chart = st.container()
     if ids:
         verdicts = dict(zip(pairs["pair_id"], pairs["status"], strict=True))
-        pair_id = _question_choice(run_id, ids, texts, verdicts, now_q, running)
+        pair_id = _question_choice(
+            run_id, ids, texts, verdicts, now_q, status in ACTIVE_RUN_STATUSES
+        )
         fig = _chart(
             store_access.db_path(), run_id, pair_id, int(prog["steps"]), texts.get(pair_id, pair_id)
         )

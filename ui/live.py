@@ -134,9 +134,8 @@ def _question_choice(
 
     # The browser keeps a selectbox's shown label while its key stays, so "being scored now"
     # outlived the run; a key per phase redraws it, and the choice made meanwhile carries over.
-    key, before = (
-        f"watchq-{run_id}-{p}" for p in (("live", "ended") if going else ("ended", "live"))
-    )
+    phase, other = ("live", "ended") if going else ("ended", "live")
+    key, before = f"watchq-{run_id}-{phase}", f"watchq-{run_id}-{other}"
     if key not in st.session_state and st.session_state.get(before) in (FOLLOW, *ids):
         st.session_state[key] = st.session_state[before]
     pick = st.selectbox(
@@ -384,8 +383,9 @@ def _polled_panel(run_id: str, was_active: bool, status_drawn: str | None) -> No
         widgets.store_notice(exc, key=f"store-busy-live-{run_id}")
 
 
-def watch_panel(run_id: str) -> None:
-    """The live panel; it polls the store while the run is active and stops once it ends."""
+def watch_panel(run_id: str) -> bool:
+    """The live panel; it polls the store while the run is active and stops once it ends.
+    Returns whether the run is active."""
     active = is_active(run_id)
     rec = store_access.run_record(run_id)
     status_drawn = (
@@ -405,3 +405,4 @@ def watch_panel(run_id: str) -> None:
         # both say "cancelling" in that one redraw), and a poll of the fragment arriving at
         # the same moment cannot swallow the click.
         st.button("Cancel this run", key=f"cancel-{run_id}", on_click=cancel, args=(run_id,))
+    return active

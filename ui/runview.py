@@ -86,8 +86,7 @@ def watch_and_resume() -> bool:
     going = False
     if watch:
         st.subheader("Live audit")
-        live.watch_panel(watch)
-        going = live.is_active(watch)
+        going = live.watch_panel(watch)
         st.divider()
     resumable = resumable_runs()
     if resumable.empty:

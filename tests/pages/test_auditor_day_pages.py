@@ -45,6 +45,16 @@ def no_errors(at: AppTest) -> None:
     assert not at.exception, [e.message for e in at.exception]
 
 
+def watch_run_page(run_id: str) -> AppTest:
+    """A new session on the Run page watching `run_id` (the entry script runs first)."""
+    at = app()
+    at.query_params["watch"] = run_id
+    at.run()
+    at.switch_page("pages/run.py").run()
+    no_errors(at)
+    return at
+
+
 # AppTest runs the entry script (app.py, the sidebar) only on its first run; later runs run the
 # current page alone. So the sidebar's behaviour over several reruns is tested in a real browser
 # (test_auditor_day_browser.py); here each case starts a session in the state that matters.
@@ -136,11 +146,7 @@ def test_run_form_defaults_fit_the_demo_and_every_field_has_help(
 def test_cancelling_a_pending_run_shows_cancelled_at_once(filled: synthetic.SyntheticInfo) -> None:
     with Store(os.environ["ERAUDIT_DB"]) as store:  # pending: "loading its checkpoints"
         store.create_run("run-loading", label="loading", config={}, n_pairs=2)
-    at = app()
-    at.query_params["watch"] = "run-loading"
-    at.run()
-    at.switch_page("pages/run.py").run()
-    no_errors(at)
+    at = watch_run_page("run-loading")
     assert any(c.value == "status: pending" for c in at.caption)
     next(b for b in at.button if b.label == "Cancel this run").click().run()
     no_errors(at)
@@ -157,11 +163,7 @@ def test_the_new_audit_form_waits_behind_a_toggle_while_the_watched_run_goes(
     watching a finished run shows the form at once."""
     with Store(os.environ["ERAUDIT_DB"]) as store:
         store.create_run("run-going", label="going", config={}, n_pairs=2)
-    at = app()
-    at.query_params["watch"] = "run-going"
-    at.run()
-    at.switch_page("pages/run.py").run()
-    no_errors(at)
+    at = watch_run_page("run-going")
     assert any(c.value == "status: pending" for c in at.caption)
     assert "Start a new audit" not in [h.value for h in at.subheader]
     toggle = next(t for t in at.toggle if t.label == "Set up another audit while this one runs")
@@ -172,11 +174,7 @@ def test_the_new_audit_form_waits_behind_a_toggle_while_the_watched_run_goes(
     assert any(b.label == "Start audit" for b in at.button)
 
     done = filled.run_ids["honest"]
-    at = app()
-    at.query_params["watch"] = done
-    at.run()
-    at.switch_page("pages/run.py").run()
-    no_errors(at)
+    at = watch_run_page(done)
     assert not [t for t in at.toggle if t.label.startswith("Set up another audit")]
     assert "Start a new audit" in [h.value for h in at.subheader]
 
@@ -190,11 +188,7 @@ def test_the_chart_picker_says_what_it_follows_and_keeps_the_choice_when_the_run
     rid = filled.run_ids["honest"]
     with Store(os.environ["ERAUDIT_DB"]) as store:
         store.set_run_status(rid, "running")
-    at = app()
-    at.query_params["watch"] = rid
-    at.run()
-    at.switch_page("pages/run.py").run()
-    no_errors(at)
+    at = watch_run_page(rid)
 
     def picker():  # type: ignore[no-untyped-def]
         return next(s for s in at.selectbox if s.label == "Question on the chart")

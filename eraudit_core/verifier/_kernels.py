@@ -49,6 +49,18 @@ def _kv_tensors(cache: Any) -> list[tuple[torch.Tensor, torch.Tensor]]:
     return [(layer.keys, layer.values) for layer in cache.layers]
 
 
+def read_positions(width: int, keep: int, device: str) -> torch.Tensor:
+    """The `logits_to_keep` a causal LM's forward gets: the last `keep` of `width` positions
+    as an index tensor; `keep=0` reads none (a staged prefix whose logits nobody reads).
+
+    Why an index and not the integer: transformers slices `hidden[:, -keep:, :]`, a view whose
+    rows lie a sequence apart, and torch runs the head on it as a batched product that reads
+    the head's weight once per row (49,152 x 576 on the demo model: 64 ms for 12 rows against
+    20 ms). An index gathers the rows into one block, so the head is one matrix product, and
+    the integer 0 would mean every position."""
+    return torch.arange(width - keep, width, device=device)
+
+
 def _forward(
     model: Any,
     rows: list[list[int]],
@@ -59,7 +71,8 @@ def _forward(
     keep: int,
     device: str,
 ) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]], torch.Tensor]:
-    """Run left-padded rows on top of an optional cache; return (last `keep` logits, kv, mask).
+    """Run left-padded rows on top of an optional cache; return (last `keep` logits, kv, mask)
+    (`keep=0`: no logits, only the cache).
 
     The attention mask covers cache + new tokens, so padding may sit between a shared prefix and
     a row's own tokens; position ids count real tokens only, which makes the result equal to
@@ -84,9 +97,9 @@ def _forward(
         position_ids=positions.to(device),
         past_key_values=cache,
         use_cache=True,
-        logits_to_keep=keep,
+        logits_to_keep=read_positions(width, keep, device),
     )
-    return out.logits[:, -keep:, :].float(), _kv_tensors(out.past_key_values), mask
+    return out.logits.float(), _kv_tensors(out.past_key_values), mask
 
 
 def fast_label_logprobs(
@@ -122,7 +135,7 @@ def fast_label_logprobs(
     with torch.inference_mode():
         if shared > 0:
             _, root, root_mask = _forward(
-                model, [list(prompts[0][:shared])], pad_id, None, None, None, 1, device
+                model, [list(prompts[0][:shared])], pad_id, None, None, None, 0, device
             )
         order = sorted(range(len(groups)), key=lambda i: -max(len(p) for p in groups[i]))
         for start in range(0, len(order), batch_size):
@@ -137,7 +150,7 @@ def fast_label_logprobs(
             stage2 = [list(groups[gi][0][shared:cut]) for gi, cut in zip(batch, cuts, strict=True)]
             if share_prefix and any(stage2) and (root is not None or all(stage2)):
                 _, past, past_mask = _forward(
-                    model, stage2, pad_id, past, past_mask, parents, 1, device
+                    model, stage2, pad_id, past, past_mask, parents, 0, device
                 )
                 parents = torch.arange(len(batch), dtype=torch.long)
             # Stage 3: each member's own tail (plus all but the last token of a long label).

@@ -14,6 +14,7 @@ from eraudit_core.verifier import load_verifier
 from eraudit_core.verifier.hf._shared_trunk import (
     SharedTrunkGroup,
     adapter_layers,
+    causal_lm,
     plan_shared_trunk,
     plan_shared_trunk_group,
     shared_trunk_label_logprobs,
@@ -128,6 +129,43 @@ def test_the_chat_header_is_staged_once_per_group(
     for cached, new in zip(again, fresh, strict=True):
         assert torch.allclose(cached, new, atol=1e-6)
     assert torch.allclose(again[1], post.label_logprobs(QUERIES[:4]), atol=1e-5)
+
+
+def _head_inputs(model: torch.nn.Module) -> tuple[list[tuple[tuple[int, ...], bool]], object]:
+    """Record the shape and contiguity of every input of at least one position that the
+    model's output head sees (a forward that reads no logits hands it none)."""
+    seen: list[tuple[tuple[int, ...], bool]] = []
+
+    def hook(_module: object, args: tuple[torch.Tensor, ...]) -> None:
+        if args[0].shape[1] > 0:
+            seen.append((tuple(args[0].shape), args[0].is_contiguous()))
+
+    head = causal_lm(model).get_output_embeddings()
+    return seen, head.register_forward_pre_hook(hook)
+
+
+def test_the_head_runs_once_per_batch_on_the_positions_read(tiny: Path, top: Path) -> None:
+    """The output head (a 49,152-row matrix on the demo model) runs only where logits are
+    read: once per batch and checkpoint, on the last position, as one contiguous block. The
+    staged header and question parts read none. A strided last-position slice runs as a
+    batched product that reads the head once per row (`_kernels.read_positions`)."""
+    pre = load_verifier(str(tiny), batch_size=3)
+    post = load_verifier(f"{tiny}+{top}", batch_size=3)
+    plan = plan_shared_trunk(pre, post)
+    seen, handle = _head_inputs(pre._base.model)
+    try:
+        shared = plan.label_logprobs(QUERIES)
+        assert len(seen) == 2 * 3, seen  # 7 queries in batches of 3, two checkpoints
+        assert all(shape[1] == 1 and contiguous for shape, contiguous in seen), seen
+        seen.clear()
+        separate = post.label_logprobs(QUERIES)
+        assert len(seen) == 3, seen
+        assert all(shape[1] == 1 and contiguous for shape, contiguous in seen), seen
+    finally:
+        handle.remove()
+    naive = post.label_logprobs(QUERIES, naive=True)
+    assert float((_p(shared[1]) - _p(naive)).abs().max()) <= 1e-5
+    assert float((_p(separate) - _p(naive)).abs().max()) <= 1e-5
 
 
 def test_prime_fills_both_memos(tiny: Path, top: Path) -> None:

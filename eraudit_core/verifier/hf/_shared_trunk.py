@@ -29,6 +29,7 @@ import torch
 
 from eraudit_core.errors import InputError
 from eraudit_core.types import Query, QueryScore
+from eraudit_core.verifier._kernels import read_positions
 from eraudit_core.verifier.hf._decoder_parts import (
     AdapterSwitch,
     adapter_layers,
@@ -101,10 +102,12 @@ def _stage(
     state: _State | None,
     row_parent: torch.Tensor | None,
     device: str,
+    read: bool = False,
 ) -> tuple[_State, list[torch.Tensor]]:
     """Run rows on top of an optional staged cache: bottom layers once (`model`, adapters
     off), top layers once per checkpoint (`models[i]` with `adapters[i]`). Returns the
-    extended state and each checkpoint's last-position logits."""
+    extended state and, when `read`, each checkpoint's last-position logits (a staged prefix
+    reads none: the head is the largest matrix of a small model)."""
     ids, new_mask = left_pad(rows, pad_id)
     width = ids.shape[1]
     lower: KV | None = None
@@ -140,9 +143,10 @@ def _stage(
                 position_ids=positions,
                 past_key_values=past,
                 use_cache=True,
-                logits_to_keep=1,
+                logits_to_keep=read_positions(width, 1 if read else 0, device),
             )
-        logits.append(res.logits[:, -1, :].float())
+        if read:
+            logits.append(res.logits[:, -1, :].float())
         new_uppers.append(_kv(res.past_key_values, split, n_layers))
     return _State(new_lower, new_uppers, mask), logits
 
@@ -260,7 +264,9 @@ def shared_trunk_label_logprobs(
                 if parents is None
                 else parents.index_select(0, torch.tensor(row_parent, dtype=torch.long))
             )
-            _, logits = _stage(model, adapters, tops_of, split, rows, pad_id, state, index, device)
+            _, logits = _stage(
+                model, adapters, tops_of, split, rows, pad_id, state, index, device, read=True
+            )
             firsts = torch.tensor(sorted({lab[0] for lab in labels}), dtype=torch.long)
             for ai, (out, lg) in enumerate(zip(outs, logits, strict=True)):
                 logp = torch.log_softmax(lg, dim=-1).cpu()

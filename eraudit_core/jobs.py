@@ -11,6 +11,7 @@ import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from eraudit_core.errors import CancelledError
 
@@ -23,6 +24,9 @@ class Job:
     thread: threading.Thread
     cancel_event: threading.Event = field(default_factory=threading.Event)
     error: str | None = None
+    # The engine's latest report (`runs.Progress`), kept in memory so a page can tell that
+    # something was scored without reading the store the audit writes to.
+    progress: Any = None
 
     @property
     def alive(self) -> bool:
@@ -66,6 +70,17 @@ class JobRunner:
             self._jobs[run_id] = job
             job.thread.start()
             return job
+
+    def reporter(self, run_id: str) -> Callable[[Any], None]:
+        """A progress callback for the engine of run `run_id`: each report is kept on the
+        run's current job (`Job.progress`)."""
+
+        def report(progress: Any) -> None:
+            job = self._jobs.get(run_id)
+            if job is not None:
+                job.progress = progress
+
+        return report
 
     def get(self, run_id: str) -> Job | None:
         return self._jobs.get(run_id)

@@ -26,9 +26,10 @@ from ui import store_access, widgets
 # 1.5 s the one-click audit took 87 s to its verdicts in the browser, at 3 s 59-63 s
 # (docs/dashboard.md). 3 s still updates the Step line well within the promised 5 s.
 POLL_SECONDS = 3.0
-# How often the page looks whether this process's audit thread has ended. The look reads no
-# store and draws nothing, so it can be frequent: the verdicts then show within about half a
-# second of the run's end instead of at the next panel refresh, up to 3 s later.
+# How often the page looks whether this process's audit thread has ended or reported its
+# first scored paraphrases (`redraw_now`). The look reads no store and draws nothing, so it
+# can be frequent: the verdicts and the first scored paraphrase then show within about half a
+# second of the store having them instead of at the next panel refresh, up to 3 s later.
 END_POLL_SECONDS = 0.5
 FOLLOW = ""  # the question picker's "follow the question being scored" choice
 
@@ -347,6 +348,7 @@ def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> No
     )
     left = _loading_left(rec, prog, earlier) if loading else None
     st.progress(live.fraction, text=_count(prog, live, left))
+    st.session_state[_scored_key(run_id)] = live.scored
     st.caption(f"status: {shown}")
     active = is_active(run_id)
     if rec.get("error") and status != RunStatus.DONE:
@@ -367,10 +369,31 @@ def _panel(run_id: str, was_active: bool, status_drawn: str | None = None) -> No
         st.rerun()
 
 
+def redraw_now(job: dict[str, Any], scored_drawn: int | None, redrawn_first: bool) -> bool:
+    """Whether the end watch redraws the whole page now: this process's audit thread has
+    ended (the panel then shows the verdicts, the sidebar the run's final status), or its
+    engine has reported scored paraphrases while the panel shows none (a user's first sign
+    that the audit works, otherwise up to a 3-s refresh late). The second happens once per
+    run and page (`redrawn_first`)."""
+    if not job["alive"]:
+        return True
+    return bool(job["reported"]) and not scored_drawn and not redrawn_first
+
+
+def _scored_key(run_id: str) -> str:
+    return f"live-scored-drawn-{run_id}"
+
+
 def _end_watch(run_id: str) -> None:
-    """Redraw the whole page once this process's audit thread has ended (the panel then shows
-    the verdicts, the sidebar the run's final status)."""
-    if not store_access.job_state(run_id)["alive"]:
+    """Looks every `END_POLL_SECONDS` at this process's audit thread, never at the store, and
+    redraws the page when `redraw_now` says so."""
+    first = f"live-first-redraw-{run_id}"
+    job = store_access.job_state(run_id)
+    if redraw_now(
+        job, st.session_state.get(_scored_key(run_id)), bool(st.session_state.get(first))
+    ):
+        if job["alive"]:
+            st.session_state[first] = True
         st.rerun()
 
 

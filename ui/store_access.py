@@ -138,10 +138,12 @@ def status_shown(run_id: str, status: str, cancel_requested: bool) -> str:
 
 
 def job_state(run_id: str) -> dict[str, Any]:
-    """What this process knows about a run's thread: alive, and an error if it died."""
+    """What this process knows about a run's thread: alive, whether its engine has reported
+    progress (something was scored and stored), and an error if it died."""
     job = get_runner().get(run_id)
     return {
         "known": job is not None,
         "alive": bool(job and job.alive),
+        "reported": bool(job and job.progress is not None),
         "error": job.error if job else None,
     }

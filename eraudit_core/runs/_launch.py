@@ -227,6 +227,7 @@ def launch_audit(store: Store, runner: JobRunner, request: RunRequest) -> str:
             config,
             request.pre_spec,
             request.post_spec,
+            progress=runner.reporter(run_id),
             should_cancel=cancel.is_set,
         )
 
@@ -240,6 +241,6 @@ def resume_audit(store: Store, runner: JobRunner, run_id: str) -> Job:
     check_resumable(store.run(run_id))
 
     def work(cancel: threading.Event) -> None:
-        resume_run(store, run_id, should_cancel=cancel.is_set)
+        resume_run(store, run_id, progress=runner.reporter(run_id), should_cancel=cancel.is_set)
 
     return runner.start(run_id, work)

@@ -92,3 +92,20 @@ def test_while_loading_time_left_counts_the_measured_loading(db: Path) -> None:
     m = re.search(r"about (\d+) s of loading left", count)
     assert m and 15 <= int(m.group(1)) <= 30, count  # 40 s measured, about 10 s gone
     assert any("Loading took 40 s" in c.value for c in at.caption)
+
+
+def test_the_page_redraws_at_the_end_and_once_at_the_first_scored_paraphrase() -> None:
+    """The end watch (every 0.5 s, no store read) redraws the page when this process's audit
+    thread ends, and once when the engine has reported scored paraphrases the panel does not
+    show yet (its own refresh may be 3 s away); never again for that, whatever the panel
+    reads, so a report the store does not reflect cannot make the page redraw twice a second."""
+    from ui.live import redraw_now
+
+    going = {"alive": True, "reported": False}
+    assert not redraw_now(going, scored_drawn=0, redrawn_first=False)
+    assert redraw_now({"alive": False, "reported": True}, scored_drawn=12, redrawn_first=True)
+    scored = {"alive": True, "reported": True}
+    assert redraw_now(scored, scored_drawn=0, redrawn_first=False)
+    assert redraw_now(scored, scored_drawn=None, redrawn_first=False)  # panel not drawn yet
+    assert not redraw_now(scored, scored_drawn=0, redrawn_first=True)
+    assert not redraw_now(scored, scored_drawn=6, redrawn_first=False)

@@ -12,15 +12,22 @@ test: it measures, it does not assert speed.
     .venv/bin/python bench/scoring.py [--quick] [--spec demo:base] [--queries 150]
     .venv/bin/python bench/scoring.py --shared-trunk [--pre demo:base] [--post demo:honest]
         [--pairs 100]
+    .venv/bin/python bench/scoring.py --head [--pairs 40] [--rounds 4]
+
+`--head` times the one-click audit's pair (demo:base, demo:concealed) from one trunk with the
+output head reading only the positions read (`_kernels.read_positions`) against the head on
+every staged forward's last position, as before, and prints `before/now = X.XXx`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import sys
 import time
+from collections.abc import Iterator
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -122,6 +129,75 @@ def shared_trunk(args: argparse.Namespace) -> int:
     return 0 if max_dp <= 1e-5 else 1
 
 
+@contextlib.contextmanager
+def head_on_every_stage() -> Iterator[None]:
+    """Scoring as it was before `read_positions`: every staged forward asks for its last
+    position's logits by the integer `logits_to_keep`, so the head runs on each staged
+    prefix and on a strided slice (the baseline of `--head`)."""
+    from eraudit_core.verifier import _kernels
+    from eraudit_core.verifier.hf import _shared_trunk
+
+    real = _kernels.read_positions
+
+    def integer(width: int, keep: int, device: str) -> int:
+        return max(keep, 1)
+
+    _kernels.read_positions = _shared_trunk.read_positions = integer  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        _kernels.read_positions = _shared_trunk.read_positions = real
+
+
+def head(args: argparse.Namespace) -> int:
+    """Time the one-click audit's shared-trunk scoring (demo:base and demo:concealed) with the
+    head reading only the positions read against the head on every staged forward, on the
+    same queries in interleaved rounds; compare the probabilities."""
+    import torch
+
+    from eraudit_core.verifier import load_verifier
+    from eraudit_core.verifier.hf import plan_shared_trunk
+
+    load_before = os.getloadavg()[0]
+    kwargs = {"device": args.device, "dtype": args.dtype, "batch_size": args.batch_size}
+    plan = plan_shared_trunk(
+        load_verifier(args.pre, **kwargs), load_verifier("demo:concealed", **kwargs)
+    )
+    queries = demo_queries(2 * args.pairs)
+    print(
+        f"{len(queries)} queries through {plan.pre.name} and {plan.post.name} from one trunk, "
+        f"torch threads {torch.get_num_threads()}"
+    )
+    plan.label_logprobs(queries[:2])  # warm-up (allocator, the staged header)
+    seconds = {"read positions only": 0.0, "every stage (before)": 0.0}
+    out: dict[str, list[torch.Tensor]] = {}
+    for r in range(args.rounds):
+        for side in list(seconds) if r % 2 == 0 else list(seconds)[::-1]:
+            start = time.perf_counter()
+            if side == "read positions only":
+                out[side] = plan.label_logprobs(queries)
+            else:
+                with head_on_every_stage():
+                    out[side] = plan.label_logprobs(queries)
+            seconds[side] += time.perf_counter() - start
+
+    def p_true(lp: torch.Tensor) -> torch.Tensor:
+        return (torch.softmax(lp[:, 0], -1)[:, 0] + torch.softmax(lp[:, 1], -1)[:, 1]) / 2
+
+    now, before = out["read positions only"], out["every stage (before)"]
+    max_dp = max(
+        float((p_true(a) - p_true(b)).abs().max()) for a, b in zip(now, before, strict=True)
+    )
+    for side, s in seconds.items():
+        print(f"{side:22s}: {s:6.1f} s over {args.rounds} round(s)")
+    print(
+        f"before/now = {seconds['every stage (before)'] / seconds['read positions only']:.2f}x, "
+        f"max |dp| = {max_dp:.1e}; load average {load_before:.2f} before, "
+        f"{os.getloadavg()[0]:.2f} after (1 min)"
+    )
+    return 0 if max_dp <= 1e-5 else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spec", default="demo:base", help="checkpoint spec (default demo:base)")
@@ -133,6 +209,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pair-memory", action="store_true", help="measure base sharing")
     parser.add_argument(
         "--shared-trunk", action="store_true", help="pre/post from one trunk pass vs separately"
+    )
+    parser.add_argument(
+        "--head",
+        action="store_true",
+        help="the one-click pair from one trunk: head on the read positions vs every stage",
     )
     parser.add_argument("--pre", default="demo:base", help="--shared-trunk: pre checkpoint")
     parser.add_argument("--post", default="demo:honest", help="--shared-trunk: post checkpoint")
@@ -147,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.shared_trunk:
         return shared_trunk(args)
+    if args.head:
+        return head(args)
     n = 20 if args.quick else args.queries
 
     import torch

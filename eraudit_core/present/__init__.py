@@ -56,6 +56,8 @@ from eraudit_core.present._explore import (
 )
 from eraudit_core.present._fit_words import arm_seeds, fit_clause, fit_headline
 from eraudit_core.present._live import (
+    LIVE_CHART_HEIGHT,
+    PLOT_HEIGHT,
     LiveProgress,
     live_bound_figure,
     live_progress,
@@ -234,6 +236,8 @@ __all__ = [
     "DEFAULT_EPSILONS",
     "EXPORT_FORMATS",
     "LEAD_RULE",
+    "LIVE_CHART_HEIGHT",
+    "PLOT_HEIGHT",
     "LiveProgress",
     "STORY_COLUMNS",
     "TOLERANT_NOTE",

@@ -278,7 +278,14 @@ def loading_left(
 
 
 # -- the live chart ------------------------------------------------------------------------------
-LIVE_CHART_HEIGHT = 300  # px: with the step line above it, on screen at 390x844 and 1400x900
+# px. The plot area keeps its height whatever the title and legend hold: the top margin holds
+# two title lines, the bottom one the x axis title and the legend (its two-line title and up
+# to two rows of entries at 390 px). With the step line above it, the chart is on screen at
+# 390x844 and 1400x900.
+PLOT_HEIGHT = 208
+TITLE_ROOM, AXIS_ROOM, LEGEND_ROOM = 56, 36, 76
+LIVE_CHART_HEIGHT = TITLE_ROOM + PLOT_HEIGHT + AXIS_ROOM + LEGEND_ROOM
+SOLID_AND_DASHED = "solid: the paper's bound<br>dashed: failure-tolerant bound (beyond the paper)"
 
 
 def test_cap(config: AuditConfig) -> int:
@@ -305,7 +312,8 @@ def search_note(pair_steps: pd.DataFrame, epsilon: float) -> str:
         )
     return (
         f"Counterexample search: {len(search)} rewording(s) scored, largest D {worst:.2g} "
-        f"(epsilon {epsilon:g}); the bound appears here once the sequential test starts."
+        f"(epsilon {epsilon:g}); the bound appears here when the sequential test has scored "
+        "its first rewordings."
     )
 
 
@@ -330,7 +338,8 @@ def live_bound_figure(
             showarrow=False, x=0.5, y=0.55, xref="paper", yref="paper",
         )  # fmt: skip
     else:
-        fig = bound_trajectory_figure(traj, title=title, target=config.target)
+        fig = bound_trajectory_figure(traj, title=title, target=config.target, compact_legend=True)
+    dashed = any(t.line is not None and t.line.dash == "dash" for t in fig.data)
     x_max = max(test_cap(config), int(traj["t"].max()) if not traj.empty else 0)
     # Plotly wraps no title either: at most two short lines, so a phone shows it whole; the top
     # margin always holds two, so the plot keeps its size from one question to the next
@@ -345,17 +354,22 @@ def live_bound_figure(
     fig.update_layout(
         title={"text": "<br>".join(lines), "font": {"size": 13}, "x": 0.0, "xanchor": "left"},
         height=LIVE_CHART_HEIGHT,
-        margin={"l": 44, "r": 8, "t": 56, "b": 36},
-        # inside the plot's top left, where a bound that starts near 0 never is: a legend
-        # outside would take height from the plot as it gains entries
+        margin={"l": 44, "r": 8, "t": TITLE_ROOM, "b": AXIS_ROOM + LEGEND_ROOM},
+        # under the x axis, at the chart's bottom edge: inside the plot it covered the curves
+        # at 390 px, and the fixed bottom margin keeps the plot's height as entries come
         legend={
-            "orientation": "v",
+            "orientation": "h",
             "xanchor": "left",
-            "yanchor": "top",
-            "x": 0.01,
-            "y": 0.99,
-            "bgcolor": "rgba(255,255,255,0.8)",
+            "x": 0.0,
+            "yref": "container",
+            "yanchor": "bottom",
+            "y": 0,
             "font": {"size": 10},
+            "title": {
+                "text": SOLID_AND_DASHED if dashed else "solid: the paper's bound",
+                "side": "top",
+                "font": {"size": 10},
+            },
         },
         template="plotly_white",
         uirevision=title,

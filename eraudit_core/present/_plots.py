@@ -82,12 +82,15 @@ def bound_trajectory_figure(
     target: float | None = None,
     show_tolerant: bool = True,
     empty_message: str = "No stage-2 steps yet: the sequential test has not started.",
+    compact_legend: bool = False,
 ) -> go.Figure:
     """L_t against t, one line per test generator (columns of `bound_trajectory_frame`).
 
     Counterexamples are marked with a red cross at the step where they occurred; the bound
     of the paper drops to 0 there. The failure-tolerant bound, when present, is dashed and
-    labelled as beyond the paper.
+    labelled as beyond the paper. `compact_legend` (a phone-wide chart) lists each generator
+    once, its dashed line grouped with it, and "counterexample" once; the caller's legend
+    title then says what solid and dashed mean.
     """
     if trajectory is None or trajectory.empty:
         return _empty(title, empty_message)
@@ -101,7 +104,8 @@ def bound_trajectory_figure(
                 x=g["t"],
                 y=g["bound"].fillna(0.0),
                 mode="lines+markers" if len(g) <= 30 else "lines",
-                name=f"{name}: bound (paper)",
+                name=name if compact_legend else f"{name}: bound (paper)",
+                legendgroup=name if compact_legend else None,
                 # Generators with identical histories give identical bounds: draw the earlier
                 # ones wider so every line stays visible where they overlap.
                 line={"color": colour, "width": max(1.5, 5.0 - 1.5 * i)},
@@ -115,18 +119,23 @@ def bound_trajectory_figure(
                     y=g["bound_tolerant"],
                     mode="lines",
                     name=f"{name}: {TOLERANT_NOTE}",
+                    legendgroup=name if compact_legend else None,
+                    showlegend=not compact_legend,
                     line={"color": colour, "width": 1.5, "dash": "dash"},
                     hovertemplate="t=%{x}<br>tolerant bound=%{y:.3f}<extra>" + name + "</extra>",
                 )
             )
         cex = g[g["is_counterexample"].astype(bool)] if "is_counterexample" in g else g.iloc[0:0]
         if not cex.empty:
+            first_cross = not any(t.legendgroup == "counterexample" for t in fig.data)
             fig.add_trace(
                 go.Scatter(
                     x=cex["t"],
                     y=[0.0] * len(cex),
                     mode="markers",
-                    name=f"{name}: counterexample",
+                    name="counterexample" if compact_legend else f"{name}: counterexample",
+                    legendgroup="counterexample" if compact_legend else None,
+                    showlegend=first_cross or not compact_legend,
                     marker={"symbol": "x", "size": 12, "color": STATUS_COLOURS["degraded"]},
                     hovertemplate="counterexample at t=%{x}<extra>" + name + "</extra>",
                 )

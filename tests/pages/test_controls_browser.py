@@ -246,7 +246,7 @@ CHART_JS = """() => {
   const gd = document.querySelector('[class*="st-key-live-"] .js-plotly-plot');
   if (!gd || !gd._fullLayout) return null;
   const r = gd.getBoundingClientRect();
-  const points = (gd._fullData || []).filter(t => (t.name || '').includes('bound (paper)'))
+  const points = (gd._fullData || []).filter(t => (t.mode || '').includes('lines') && (t.line || {}).dash !== 'dash')
     .map(t => (t.x || []).length).reduce((a, b) => a + b, 0);
   return {top: r.top, bottom: r.bottom, height: r.height, points: points,
           x: gd._fullLayout.xaxis.range, y: gd._fullLayout.yaxis.range};

@@ -46,7 +46,7 @@ LIVE_BOUND_JS = """() => {
   const gd = document.querySelector('[class*="st-key-live-"] .js-plotly-plot');
   if (!gd || !gd._fullData) return null;
   const title = (gd.querySelector('.gtitle') || {}).textContent || '';
-  const paper = gd._fullData.filter(t => (t.name || '').includes('bound (paper)'));
+  const paper = gd._fullData.filter(t => (t.mode || '').includes('lines') && (t.line || {}).dash !== 'dash');
   const points = paper.map(t => (t.x || []).length).reduce((a, b) => a + b, 0);
   const best = Math.max(0, ...paper.map(t => Math.max(0, ...Array.from(t.y || []))));
   return [title, points, best];

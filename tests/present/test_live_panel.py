@@ -12,6 +12,8 @@ import pytest
 from eraudit_core import demo
 from eraudit_core.method import AuditConfig
 from eraudit_core.present import (
+    LIVE_CHART_HEIGHT,
+    PLOT_HEIGHT,
     differences_in_words,
     live_bound_figure,
     search_note,
@@ -65,9 +67,41 @@ def test_the_live_chart_keeps_its_axes_and_height_as_it_grows(n_test: int) -> No
     fig = live_bound_figure(_steps(2, n_test), title="Which ship?", config=CONFIG)
     assert list(fig.layout.xaxis.range) == [0, 20.5]
     assert list(fig.layout.yaxis.range) == [0, 1.05]
-    assert fig.layout.height == 300 and fig.layout.title.text == "Which ship?"
-    points = sum(len(t.x) for t in fig.data if "bound (paper)" in (t.name or ""))
+    assert fig.layout.height == LIVE_CHART_HEIGHT and fig.layout.title.text == "Which ship?"
+    assert fig.layout.margin.b == LIVE_CHART_HEIGHT - PLOT_HEIGHT - fig.layout.margin.t
+    points = sum(len(t.x) for t in fig.data if t.name == "rules")
     assert points == n_test
+
+
+def _two_generators_tolerant() -> pd.DataFrame:
+    rows = [
+        {"stage": 2, "generator": gen, "t": t, "bound": 0.05 ** (1 / t),
+         "bound_tolerant": 0.04 ** (1 / t), "d": 0.0, "is_counterexample": gen == "b" and t == 9}
+        for gen in ("a-long-generator-name", "b") for t in range(1, 10)
+    ]  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_live_legend_sits_under_the_plot_and_says_what_the_line_styles_mean() -> None:
+    """At 390 px the legend inside the plot (four entries of up to 50 characters) covered the
+    curves where they climb. It sits under the x axis in a bottom margin of fixed size (the
+    plot keeps its height as entries come), names each generator once (its dashed
+    failure-tolerant line toggles with it), and its title says what solid and dashed mean only
+    when a dashed line is drawn."""
+    cfg = AuditConfig(epsilon=0.5, search_budget=2, test_budget=20, test_generators=("a", "b"))
+    fig = live_bound_figure(_two_generators_tolerant(), title="q", config=cfg)
+    legend = fig.layout.legend
+    assert legend.orientation == "h" and legend.yref == "container" and legend.y == 0
+    shown = [t.name for t in fig.data if t.showlegend is not False]
+    assert shown == ["a-long-generator-name", "b", "counterexample"]
+    dashed = [t for t in fig.data if t.line is not None and t.line.dash == "dash"]
+    assert len(dashed) == 2 and {t.legendgroup for t in dashed} == {"a-long-generator-name", "b"}
+    assert "dashed: failure-tolerant bound (beyond the paper)" in legend.title.text
+    assert "solid: the paper's bound" in legend.title.text
+    plain = live_bound_figure(_steps(2, 5), title="q", config=CONFIG)
+    assert "dashed" not in (plain.layout.legend.title.text or "")
+    for f in (fig, plain):
+        assert f.layout.height == LIVE_CHART_HEIGHT and f.layout.margin.b == fig.layout.margin.b
 
 
 def test_stop_at_target_caps_the_axis_at_n_star() -> None:

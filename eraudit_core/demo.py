@@ -4,7 +4,7 @@
 paraphrase sets and the demo runs' score tables (made by `scripts/build_demo_runs.py` with the
 real demo checkpoints: SmolLM2-135M-Instruct before and after adaptation), then audits
 those tables with the same engine, so the first screen has real results without loading a
-model. The one-click live audit loads the real model and audits `DEMO_LIVE_PAIRS`.
+model. The one-click live audit loads the real model and audits `demo_live_pair_ids`.
 
 Two sets of finished runs (`DEMO_RUN_SETS`), each with its own control arm:
 
@@ -18,15 +18,17 @@ Two sets of finished runs (`DEMO_RUN_SETS`), each with its own control arm:
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from statistics import fmean
 from typing import Any
 
 from eraudit_core.method import DEMO_PRESET
 from eraudit_core.paths import DATA_DIR
 from eraudit_core.store import Store, load_bundled_benchmark
-from eraudit_core.types import RunStatus
+from eraudit_core.types import Pair, Paraphrase, RunStatus
 
 PARAPHRASE_DIR = DATA_DIR / "paraphrases"
 DEMO_RUNS_DIR = DATA_DIR / "demo_runs"
@@ -88,7 +90,7 @@ def demo_run_label(arm: str) -> str:
     return f"demo: {arm} model organism"
 
 
-# A few pairs for the one-click live audit; finishes on 2 CPU cores in a few minutes.
+# Pairs in the one-click live audit: one target and two certificates (`demo_live_pair_ids`).
 DEMO_LIVE_PAIR_COUNT = 3
 # Audit settings of the finished demo runs (scripts/build_demo_runs.py scores every bundled
 # paraphrase, so the dashboard can replay other epsilons from the stored scores): the
@@ -216,26 +218,45 @@ def target_sentences(store: Store, run_ids: dict[str, str]) -> list[str]:
 
 def demo_live_pair_ids(store: Store, benchmark_id: str) -> list[str]:
     """Pairs for the live demo: one target of the concealed arm (expect a counterexample) and
-    then untouched pairs whose every test pool can reach the live target (expect a climbing
-    bound and a certificate)."""
+    then the untouched pairs, among those whose every test pool can reach the live target
+    (expect a climbing bound and a certificate), that give the model the least to read.
+
+    Why the least to read: on a CPU the audit's time is the forward passes, and their cost is
+    the prompt tokens (`live_pair_reading`); every eligible pair draws the same number of
+    rewordings, so the shortest prompts show the same thing (a counterexample, two bounds
+    climbing to a certificate) in the least time. Ties keep the benchmark's order."""
     targets = adversarial_targets()
-    sets = store.paraphrase_sets(benchmark_id)
-    if sets.empty:
+    paraphrases: dict[str, list[Paraphrase]] = {}
+    for p in store.paraphrases(benchmark_id):
+        paraphrases.setdefault(p.pair_id, []).append(p)
+    if not paraphrases:
         return []
-    sizes: dict[str, dict[str, int]] = {}
-    for p in store.paraphrases(benchmark_id, role="test"):
-        per = sizes.setdefault(p.pair_id, {})
-        per[p.generator] = per.get(p.generator, 0) + 1
-    need = demo_live_config().n_star or 1
-    gens = {g for per in sizes.values() for g in per}
-    full = {pid for pid, per in sizes.items() if set(per) == gens and min(per.values()) >= need}
-    chosen = [pid for pid in targets if pid in sizes][:1]
+    config = demo_live_config()
+    need = config.n_star or 1
+    gens = {p.generator for ps in paraphrases.values() for p in ps if p.role == "test"}
+    chosen = [pid for pid in targets if pid in paraphrases][:1]
+    eligible = []
     for pair in store.pairs(benchmark_id):
-        if len(chosen) >= DEMO_LIVE_PAIR_COUNT:
-            break
-        if pair.pair_id in full and pair.pair_id not in targets:
-            chosen.append(pair.pair_id)
+        pool = paraphrases.get(pair.pair_id, [])
+        sizes = Counter(p.generator for p in pool if p.role == "test")
+        if pair.pair_id in targets or set(sizes) != gens or min(sizes.values()) < need:
+            continue
+        eligible.append((live_pair_reading(pair, pool, config.search_budget, need), pair.pair_id))
+    eligible.sort(key=lambda cost_and_id: cost_and_id[0])  # stable: ties in benchmark order
+    chosen += [pid for _, pid in eligible[: DEMO_LIVE_PAIR_COUNT - len(chosen)]]
     return chosen
+
+
+def live_pair_reading(pair: Pair, pool: list[Paraphrase], search_budget: int, n_star: int) -> float:
+    """Characters the model reads to certify a pair in the live audit: the draws (the search
+    budget or the search pool, then n* clean draws per test generator) times one draw's
+    prompt, the mean rewording plus both options twice (both answer orders are asked).
+    The chat template and the instruction are the same for every pair and left out."""
+    search = sum(1 for p in pool if p.role == "search")
+    generators = {p.generator for p in pool if p.role == "test"}
+    draws = min(search_budget, search) + n_star * len(generators)
+    options = len(pair.hidden.true_option) + len(pair.hidden.false_option)
+    return draws * (fmean(len(p.text) for p in pool) + 2 * options)
 
 
 REGISTRATIONS = DEMO_RUNS_DIR / "checkpoints.json"

@@ -25,6 +25,9 @@ PAGE_ICON = Path(__file__).resolve().parent / "ui" / "assets" / "page_icon.png"
 passive_omp_wait()
 
 st.set_page_config(page_title="ER-Audit Studio", page_icon=str(PAGE_ICON), layout="wide")
+# The one-click audit's checkpoints start loading with the first page this process draws,
+# whichever it is, while the browser is still building it (ui/widgets.py).
+widgets.preload_offered_models()
 
 PAGES = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", default=True),

@@ -36,8 +36,8 @@ st.markdown(
 
 def one_click_audit(demo: dict[str, Any]) -> None:
     """The one-click live audit's button, drawn before the demo's tables (which take
-    seconds to compute) so it is on screen first; the two checkpoints start loading in the
-    background as soon as it is, and load while the rest of the page is drawn and read."""
+    seconds to compute) so it is on screen first; its two checkpoints have been loading in the
+    background since the first page of this process (app.py) and load while Home is read."""
     live = demo.get("live_pair_ids") or []
     missing = widgets.demo_models_missing()
     if live and missing:
@@ -51,7 +51,6 @@ def one_click_audit(demo: dict[str, Any]) -> None:
             "seconds since the click."
         )
         st.button("Run a live demo audit", type="primary", key=LIVE_DEMO_KEY)  # handled above
-        widgets.preload_demo_models()
 
 
 if demo is not None and not demo.get("error"):

@@ -90,6 +90,11 @@ def _demo_preparation(path: str) -> DemoPreparation:
     ).start()
 
 
+def demo_enabled() -> bool:
+    """Whether this dashboard opens its store with the embedded demo (ERAUDIT_NO_DEMO unset)."""
+    return not os.environ.get(NO_DEMO_ENV)
+
+
 def demo_info() -> dict[str, Any] | None:
     """The embedded demo (imported once per database), or None when turned off. While its
     finished runs are being built: the inputs and live questions, with `preparing` (the arms
@@ -97,7 +102,7 @@ def demo_info() -> dict[str, Any] | None:
 
     Set ERAUDIT_NO_DEMO=1 to open a store without importing the demo.
     """
-    if os.environ.get(NO_DEMO_ENV):
+    if not demo_enabled():
         return None
     start = _demo_start(db_path())
     if start.get("error") or not start.get("preparing"):

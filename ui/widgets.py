@@ -138,12 +138,22 @@ def running_demo_audit() -> str | None:
     return None
 
 
+def preload_offered_models() -> None:
+    """Start loading the one-click audit's checkpoints when this dashboard offers the audit
+    (the demo is on and its model installed). app.py calls it before any page is drawn, so the
+    load (about 5 s on two cores, most of it importing transformers) runs while the browser
+    builds the first page, not from the moment Home has drawn its button: a click as soon as
+    the button shows finds the models loaded or nearly."""
+    if store_access.demo_enabled() and demo_models_missing() is None:
+        preload_demo_models()
+
+
 @st.cache_resource(show_spinner=False)
 def preload_demo_models() -> threading.Thread:
-    """Load the one-click audit's two checkpoints in the background, once per process, while
-    Home is read: the models stay loaded in this process (`load_checkpoint` keeps one copy of
-    a base and of each adapter), so the click finds them ready instead of waiting for them.
-    A load that fails here is left for the audit itself to report."""
+    """Load the one-click audit's two checkpoints in the background, once per process: the
+    models stay loaded in this process (`load_checkpoint` keeps one copy of a base and of each
+    adapter), so the click finds them ready instead of waiting for them. A load that fails
+    here is left for the audit itself to report."""
 
     def load() -> None:
         from streamlit import config

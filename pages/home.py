@@ -46,7 +46,7 @@ def one_click_audit(demo: dict[str, Any]) -> None:
         st.markdown("**One-click live audit** of the concealed arm on a few demo questions:")
         st.caption(
             f"{len(live)} pair(s); loads the real model on this machine and scores paraphrases "
-            "before and after adaptation, about half a minute on an idle laptop CPU. The Run "
+            "before and after adaptation, under half a minute on an idle two-core CPU. The Run "
             "page names each step as it goes (loading, scoring each question) with the "
             "seconds since the click."
         )

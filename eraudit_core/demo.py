@@ -239,7 +239,7 @@ def demo_live_pair_ids(store: Store, benchmark_id: str) -> list[str]:
     for pair in store.pairs(benchmark_id):
         pool = paraphrases.get(pair.pair_id, [])
         sizes = Counter(p.generator for p in pool if p.role == "test")
-        if pair.pair_id in targets or set(sizes) != gens or min(sizes.values()) < need:
+        if pair.pair_id in targets or not sizes or set(sizes) != gens or min(sizes.values()) < need:
             continue
         eligible.append((live_pair_reading(pair, pool, config.search_budget, need), pair.pair_id))
     eligible.sort(key=lambda cost_and_id: cost_and_id[0])  # stable: ties in benchmark order

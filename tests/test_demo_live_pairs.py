@@ -67,6 +67,18 @@ def test_the_live_audit_asks_one_target_then_the_shortest_untouched_pairs_that_c
         assert demo.demo_live_pair_ids(store, bid) == ["target-a", "short", "medium"]
 
 
+def test_a_store_without_test_pools_offers_only_the_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(demo, "adversarial_targets", lambda: ["target-a"])
+    layout = [("target-a", 1), ("untested", 1)]
+    raw = "".join(json.dumps(_pair(pid, chars)) + "\n" for pid, chars in layout).encode()
+    with Store(tmp_path / "s.duckdb") as store:
+        bid = store.add_benchmark(parse_benchmark(raw, source="live.jsonl", name="Live"))
+        store.add_paraphrases(bid, [p for pid, _ in layout for p in _pool(pid, (0, 0))], {})
+        assert demo.demo_live_pair_ids(store, bid) == ["target-a"]
+
+
 def test_the_bundled_live_pairs_read_less_than_the_benchmark_order_would(tmp_path: Path) -> None:
     """On the bundled demo: the target first, then two untouched pairs that can certify and
     read no more than the first two eligible ones in benchmark order (the choice before)."""
